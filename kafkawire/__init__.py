@@ -1,0 +1,33 @@
+"""kafkawire: Apache Kafka's binary formats — records, log segments and the wire protocol."""
+from __future__ import annotations
+
+from kafkawire import errors
+from kafkawire import _kernels
+
+__version__ = "0.1.0"
+
+__all__ = ["iter_batches", "Record", "Log", "LogDir", "Segment", "LogWriter",
+           "backend", "errors", "__version__"]
+
+_LAZY = {
+    "iter_batches": ("kafkawire.records", "iter_batches"),
+    "Log": ("kafkawire.log", "Log"),
+    "LogDir": ("kafkawire.log", "LogDir"),
+    "Segment": ("kafkawire.log", "Segment"),
+    "LogWriter": ("kafkawire.log", "LogWriter"),
+    "Client": ("kafkawire.client", "Client"),
+}
+
+
+def __getattr__(name: str):
+    # ``backend`` and ``Record`` follow the active kernel backend (the test
+    # suite switches it); the rest load on first use to keep import cheap.
+    if name == "backend":
+        return _kernels.backend
+    if name == "Record":
+        return _kernels.Record
+    if name in _LAZY:
+        import importlib
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(mod), attr)
+    raise AttributeError(f"module 'kafkawire' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""Compiled (Cython) kernels; see ``kafkawire._pure`` for their Python twins."""

@@ -1,0 +1,3 @@
+# cython: language_level=3
+"""Kernel module columnar (placeholder until implemented)."""
+__all__ = []

@@ -1,0 +1,3 @@
+# cython: language_level=3
+"""Kernel module varint (placeholder until implemented)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""Kernel module columnar (placeholder until implemented)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""Kernel module crc (placeholder until implemented)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""Kernel module index (placeholder until implemented)."""
+__all__ = []

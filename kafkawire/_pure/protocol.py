@@ -1,0 +1,2 @@
+"""Kernel module protocol (placeholder until implemented)."""
+__all__ = []

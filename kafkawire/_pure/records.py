@@ -1,0 +1,2 @@
+"""Kernel module records (placeholder until implemented)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""Kernel module scan (placeholder until implemented)."""
+__all__ = []

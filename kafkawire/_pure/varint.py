@@ -1,0 +1,2 @@
+"""Kernel module varint (placeholder until implemented)."""
+__all__ = []

@@ -1,0 +1,1 @@
+from kafkawire.spark.source import KafkaWireDataSource as DefaultSource  # noqa: F401

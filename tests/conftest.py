@@ -1,0 +1,61 @@
+"""Shared fixtures: every test runs on both kernel backends; Java interop helpers.
+
+* ``backend`` (autouse) parametrises each test over ``fast`` and ``pure`` and
+  switches ``kafkawire._kernels`` for its duration.  A test marked
+  ``one_backend`` runs once, with the active backend.  When the compiled
+  backend is required (``KAFKAWIRE_REQUIRE_FAST=1``, set by the test script)
+  and missing, the ``fast`` runs fail instead of skipping.
+* ``java`` compiles a Java helper from ``tests/java/`` against Kafka 3.9.1's
+  jars (from the ``shigawire-apache-flink-libraries`` wheel) and runs it.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kafkawire import _kernels
+from javahelper import JavaRunner, find_kafka_jars
+
+REQUIRE_FAST = os.environ.get("KAFKAWIRE_REQUIRE_FAST") == "1"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", help="run long fuzzing and soak tests")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow; run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_generate_tests(metafunc):
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("one_backend") is None:
+        metafunc.parametrize("backend", ["fast", "pure"], indirect=True, scope="function")
+
+
+@pytest.fixture(autouse=True)
+def backend(request):
+    name = getattr(request, "param", None) or _kernels.backend
+    if name == "fast" and not _kernels.fast_available():
+        if REQUIRE_FAST:
+            pytest.fail(f"compiled backend required but missing: {_kernels.fast_error}")
+        pytest.skip("compiled backend not built")
+    previous = _kernels.backend
+    _kernels.use(name)
+    try:
+        yield name
+    finally:
+        _kernels.use(previous)
+
+
+@pytest.fixture(scope="session")
+def java_runner(tmp_path_factory):
+    jars = find_kafka_jars()
+    if jars is None:
+        pytest.skip("Kafka jars not installed (pip install shigawire-apache-flink-libraries)")
+    return JavaRunner(jars, tmp_path_factory.mktemp("java-classes"))
