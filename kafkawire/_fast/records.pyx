@@ -1,3 +1,4 @@
 # cython: language_level=3
-"""Kernel module records (placeholder until implemented)."""
-__all__ = []
+"""Temporary: re-exports the pure twin until the compiled kernel lands."""
+from kafkawire._pure.records import *  # noqa
+from kafkawire._pure.records import __all__  # noqa

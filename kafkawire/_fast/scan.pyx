@@ -1,3 +1,4 @@
 # cython: language_level=3
-"""Kernel module scan (placeholder until implemented)."""
-__all__ = []
+"""Temporary: re-exports the pure twin until the compiled kernel lands."""
+from kafkawire._pure.scan import *  # noqa
+from kafkawire._pure.scan import __all__  # noqa

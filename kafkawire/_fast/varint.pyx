@@ -1,3 +1,4 @@
 # cython: language_level=3
-"""Kernel module varint (placeholder until implemented)."""
-__all__ = []
+"""Temporary: re-exports the pure twin until the compiled kernel lands."""
+from kafkawire._pure.varint import *  # noqa
+from kafkawire._pure.varint import __all__  # noqa

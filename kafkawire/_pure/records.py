@@ -1,2 +1,379 @@
-"""Kernel module records (placeholder until implemented)."""
-__all__ = []
+"""Record decode/encode kernels (pure twin of ``kafkawire/_fast/records.pyx``).
+
+Kernels (same names and signatures in both backends):
+
+``Record(offset=0, timestamp=-1, key=None, value=None, headers=None, timestamp_type="CreateTime")``
+    One decoded record: ``offset``, ``timestamp`` (ms), ``timestamp_type``
+    (``"CreateTime"``, ``"LogAppendTime"``, or ``"NoTimestampType"`` for magic 0),
+    ``key``/``value`` (bytes or None), ``headers`` (a list of ``(str, bytes|None)``;
+    a fresh list per record).  Compares equal field for field.
+
+``decode_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp, timestamp_type) -> list[Record]``
+    Decode the records region ``buf[start:end]`` of a v2 batch (after the
+    61-byte header, decompressed if the batch was compressed), which must hold
+    exactly ``count`` records and nothing else.  Offsets are ``base_offset +
+    offsetDelta``, timestamps ``base_timestamp + timestampDelta`` (deltas may be
+    negative under the delete-horizon flag); with ``timestamp_type == 1``
+    (LogAppendTime) every record reports ``max_timestamp``.  Malformed input
+    raises ``CorruptRecordError`` with ``position`` (in ``buf``), ``offset``
+    (when known) and ``reason`` (``"truncated"``, ``"varint"``, ``"length"``,
+    ``"utf8"``, ``"count"``).
+
+``decode_legacy_messages(buf, start, end, wrapper_offset, wrapper_magic, wrapper_timestamp, wrapper_timestamp_type, check_crc) -> list``
+    Decode the v0/v1 message set ``buf[start:end]`` (12-byte offset+length
+    prefix, crc, magic, attributes, [timestamp], key, value).  With
+    ``wrapper_magic == -1`` it is a top-level set: offsets and timestamps as
+    stored.  Otherwise it is the decompressed inner set of a wrapper message
+    with that magic/offset/timestamp/timestamp type (0 CreateTime, 1
+    LogAppendTime): under a magic-1 wrapper inner offsets are relative
+    (absolute = wrapper_offset - last inner offset + inner offset); under a
+    LogAppendTime magic-1 wrapper every record takes the wrapper's timestamp
+    and type.  Uncompressed messages become ``Record``s; a compressed message
+    (a top-level wrapper, or a nested one) becomes a tuple ``(position,
+    offset, magic, attributes, timestamp, value)`` (offset already absolute)
+    for the caller to decompress and recurse into.  ``check_crc`` verifies
+    each message's CRC-32.  Malformed input raises ``CorruptRecordError``.
+
+``encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers) -> bytes``
+    Encode records for a v2 batch's records region (what goes after the
+    61-byte header, before compression).  The five arguments are sequences of
+    equal length n: ``offset_deltas`` (int32, relative to the batch base
+    offset), ``timestamp_deltas`` (int64, relative to the base timestamp),
+    ``keys``/``values`` (bytes-like or None), ``headers`` (per record: None or
+    a sequence of ``(str|bytes key, bytes-like|None value)``; str keys are
+    UTF-8 encoded).  Each record is written as Kafka does: length varint,
+    attributes 0, timestampDelta varlong, offsetDelta varint, key, value,
+    header count and headers.  Raises ``ValueError`` for out-of-range deltas
+    or mismatched lengths and ``TypeError`` for wrong value types.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+
+from kafkawire.errors import CorruptRecordError
+
+__all__ = ["Record", "decode_records_v2", "decode_legacy_messages", "encode_records_v2"]
+
+_TS_NAMES = ("CreateTime", "LogAppendTime")
+
+
+class Record:
+    """One record of a batch (v2) or message set (v0/v1)."""
+
+    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers")
+
+    def __init__(self, offset: int = 0, timestamp: int = -1, key=None, value=None,
+                 headers=None, timestamp_type: str = "CreateTime") -> None:
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = [] if headers is None else list(headers)
+
+    def __eq__(self, other):
+        if not hasattr(other, "timestamp_type") or not hasattr(other, "headers"):
+            return NotImplemented
+        return (self.offset == other.offset and self.timestamp == other.timestamp
+                and self.timestamp_type == other.timestamp_type and self.key == other.key
+                and self.value == other.value and list(self.headers) == list(other.headers))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return (f"Record(offset={self.offset!r}, timestamp={self.timestamp!r}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r}, "
+                f"timestamp_type={self.timestamp_type!r})")
+
+
+def _corrupt(msg, pos, offset=None, reason="truncated"):
+    return CorruptRecordError(msg, position=pos, offset=offset, reason=reason)
+
+
+def _varint(buf, pos, end, bits=32):
+    """Zigzag varint with bounds checks (inlined hot path for 1-byte values)."""
+    if pos >= end:
+        raise _corrupt("varint runs past the end of the record", pos)
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    start = pos
+    result = b & 0x7F
+    shift = 7
+    maxb = 5 if bits == 32 else 10
+    pos += 1
+    for _ in range(maxb - 1):
+        if pos >= end:
+            raise _corrupt("varint runs past the end of the record", start)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            result &= (1 << bits) - 1
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+    raise _corrupt(f"varint longer than {maxb} bytes", start, reason="varint")
+
+
+def _view(buf):
+    if isinstance(buf, (bytes, bytearray)):
+        return buf
+    return memoryview(buf).cast("B")
+
+
+def _bounds(buf, start, end):
+    n = len(buf)
+    if end < 0 or end > n:
+        end = n
+    if start < 0:
+        start = 0
+    return start, end
+
+
+def decode_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+                      timestamp_type):
+    """Decode ``count`` v2 records from ``buf[start:end]``; see the module docstring."""
+    buf = _view(buf)
+    start, end = _bounds(buf, start, end)
+    if count < 0 or count > (end - start) // 7 + (1 if count == 0 else 0):
+        raise _corrupt(f"record count {count} impossible for {end - start} bytes of records",
+                       start, base_offset, "count")
+    lat = timestamp_type == 1
+    ts_name = _TS_NAMES[1 if lat else 0]
+    out = []
+    append = out.append
+    pos = start
+    varint = _varint
+    for _ in range(count):
+        rec_start = pos
+        length, pos = varint(buf, pos, end)
+        if length < 6 or pos + length > end:
+            if length < 0 or length < 6:
+                raise _corrupt(f"record length {length} is invalid", rec_start, None, "length")
+            raise _corrupt(f"record length {length} runs past the end of the batch",
+                           rec_start, None, "truncated")
+        rend = pos + length
+        pos += 1  # attributes (unused by Kafka)
+        ts_delta, pos = varint(buf, pos, rend, 64)
+        off_delta, pos = varint(buf, pos, rend)
+        offset = base_offset + off_delta
+        klen, pos = varint(buf, pos, rend)
+        if klen < 0:
+            if klen != -1:
+                raise _corrupt(f"invalid key length {klen}", pos, offset, "length")
+            key = None
+        else:
+            if pos + klen > rend:
+                raise _corrupt("key runs past the end of the record", pos, offset)
+            key = bytes(buf[pos:pos + klen])
+            pos += klen
+        vlen, pos = varint(buf, pos, rend)
+        if vlen < 0:
+            if vlen != -1:
+                raise _corrupt(f"invalid value length {vlen}", pos, offset, "length")
+            value = None
+        else:
+            if pos + vlen > rend:
+                raise _corrupt("value runs past the end of the record", pos, offset)
+            value = bytes(buf[pos:pos + vlen])
+            pos += vlen
+        nh, pos = varint(buf, pos, rend)
+        headers = []
+        if nh:
+            if nh < 0 or nh > rend - pos:
+                raise _corrupt(f"invalid header count {nh}", pos, offset, "length")
+            for _h in range(nh):
+                hklen, pos = varint(buf, pos, rend)
+                if hklen < 0 or pos + hklen > rend:
+                    raise _corrupt(f"invalid header key length {hklen}", pos, offset, "length")
+                try:
+                    hkey = bytes(buf[pos:pos + hklen]).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise _corrupt("header key is not valid UTF-8", pos, offset, "utf8") from None
+                pos += hklen
+                hvlen, pos = varint(buf, pos, rend)
+                if hvlen < 0:
+                    if hvlen != -1:
+                        raise _corrupt(f"invalid header value length {hvlen}", pos, offset,
+                                       "length")
+                    hval = None
+                else:
+                    if pos + hvlen > rend:
+                        raise _corrupt("header value runs past the end of the record", pos,
+                                       offset)
+                    hval = bytes(buf[pos:pos + hvlen])
+                    pos += hvlen
+                headers.append((hkey, hval))
+        if pos != rend:
+            raise _corrupt(f"record declares {length} bytes but its fields use "
+                           f"{pos - rend + length}", rec_start, offset, "length")
+        r = Record.__new__(Record)
+        r.offset = offset
+        r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
+        r.timestamp_type = ts_name
+        r.key = key
+        r.value = value
+        r.headers = headers
+        append(r)
+    if pos != end:
+        raise _corrupt(f"{end - pos} bytes left after the batch's {count} records", pos,
+                       None, "count")
+    return out
+
+
+_LEGACY_HEAD = struct.Struct(">qiIbb")
+
+
+def decode_legacy_messages(buf, start, end, wrapper_offset, wrapper_magic, wrapper_timestamp,
+                           wrapper_timestamp_type, check_crc):
+    """Decode a v0/v1 message set; see the module docstring."""
+    buf = _view(buf)
+    start, end = _bounds(buf, start, end)
+    out = []
+    pos = start
+    lat_wrapper = wrapper_magic == 1 and wrapper_timestamp_type == 1
+    last_raw = None
+    while pos < end:
+        if end - pos < 12:
+            raise _corrupt("message set ends in a partial message header", pos)
+        offset, length = struct.unpack_from(">qi", buf, pos)
+        if length < 14:
+            raise _corrupt(f"message size {length} smaller than minimum record overhead (14)",
+                           pos, offset, "length")
+        mend = pos + 12 + length
+        if mend > end:
+            raise _corrupt(f"message of {length} bytes runs past the end of its set", pos,
+                           offset)
+        _, _, crc, magic, attrs = _LEGACY_HEAD.unpack_from(buf, pos)
+        attrs &= 0xFF
+        p = pos + 18
+        if magic == 1:
+            if length < 22:
+                raise _corrupt(f"magic 1 message size {length} smaller than 22", pos, offset,
+                               "length")
+            timestamp = struct.unpack_from(">q", buf, p)[0]
+            p += 8
+            ts_name = _TS_NAMES[1 if attrs & 0x08 else 0]
+        elif magic == 0:
+            timestamp = -1
+            ts_name = "NoTimestampType"
+        else:
+            raise _corrupt(f"invalid magic {magic} in a message set", pos + 16, offset, "magic")
+        if check_crc and zlib.crc32(buf[pos + 16:mend]) != crc:
+            raise _corrupt("message CRC-32 mismatch", pos, offset, "crc")
+        klen = struct.unpack_from(">i", buf, p)[0]
+        p += 4
+        if klen < 0:
+            if klen != -1:
+                raise _corrupt(f"invalid key length {klen}", p - 4, offset, "length")
+            key = None
+        else:
+            if p + klen + 4 > mend:
+                raise _corrupt("key runs past the end of the message", p - 4, offset)
+            key = bytes(buf[p:p + klen])
+            p += klen
+        if p + 4 > mend:
+            raise _corrupt("value length runs past the end of the message", p, offset)
+        vlen = struct.unpack_from(">i", buf, p)[0]
+        p += 4
+        if vlen < 0:
+            if vlen != -1:
+                raise _corrupt(f"invalid value length {vlen}", p - 4, offset, "length")
+            value = None
+        else:
+            if p + vlen > mend:
+                raise _corrupt("value runs past the end of the message", p - 4, offset)
+            value = bytes(buf[p:p + vlen])
+            p += vlen
+        if p != mend:
+            raise _corrupt(f"message declares {length} bytes but its fields use "
+                           f"{length - (mend - p)}", pos, offset, "length")
+        if lat_wrapper:
+            timestamp = wrapper_timestamp
+            ts_name = "LogAppendTime"
+        if attrs & 0x07:
+            out.append((pos, offset, magic, attrs, timestamp, value))
+        else:
+            r = Record.__new__(Record)
+            r.offset = offset
+            r.timestamp = timestamp
+            r.timestamp_type = ts_name
+            r.key = key
+            r.value = value
+            r.headers = []
+            out.append(r)
+        last_raw = offset
+        pos = mend
+    if wrapper_magic >= 1 and last_raw is not None:
+        shift = wrapper_offset - last_raw
+        if shift:
+            for i, r in enumerate(out):
+                if type(r) is tuple:
+                    out[i] = (r[0], r[1] + shift) + r[2:]
+                else:
+                    r.offset += shift
+    return out
+
+
+def _uvarint_bytes(v, out):
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _zz32(v):
+    if not -0x80000000 <= v <= 0x7FFFFFFF:
+        raise ValueError(f"value {v} out of 32-bit varint range")
+    return ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF
+
+
+def _zz64(v):
+    if not -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+        raise ValueError(f"value {v} out of 64-bit varlong range")
+    return ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
+
+
+def _bytes_field(v, body, what):
+    if v is None:
+        body.append(1)  # zigzag(-1)
+        return
+    if isinstance(v, str):
+        raise TypeError(f"{what} must be bytes-like or None, not str (encode it first)")
+    try:
+        mv = memoryview(v)
+    except TypeError:
+        raise TypeError(f"{what} must be bytes-like or None, not {type(v).__name__}") from None
+    n = mv.nbytes
+    _uvarint_bytes(_zz32(n), body)
+    body += mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
+
+
+def encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers):
+    """Encode the records region of a v2 batch; see the module docstring."""
+    n = len(offset_deltas)
+    if not (len(timestamp_deltas) == len(keys) == len(values) == len(headers) == n):
+        raise ValueError("encode_records_v2: all five sequences must have the same length")
+    out = bytearray()
+    for i in range(n):
+        body = bytearray(b"\x00")
+        _uvarint_bytes(_zz64(timestamp_deltas[i]), body)
+        _uvarint_bytes(_zz32(offset_deltas[i]), body)
+        _bytes_field(keys[i], body, "key")
+        _bytes_field(values[i], body, "value")
+        hs = headers[i]
+        if not hs:
+            body.append(0)
+        else:
+            _uvarint_bytes(_zz32(len(hs)), body)
+            for hk, hv in hs:
+                if isinstance(hk, str):
+                    hk = hk.encode("utf-8")
+                elif not isinstance(hk, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"header key must be str, not {type(hk).__name__}")
+                _bytes_field(hk, body, "header key")
+                _bytes_field(hv, body, "header value")
+        _uvarint_bytes(_zz32(len(body)), out)
+        out += body
+    return bytes(out)

@@ -1,2 +1,115 @@
-"""Kernel module scan (placeholder until implemented)."""
-__all__ = []
+"""Batch header scan kernel (pure twin of ``kafkawire/_fast/scan.pyx``).
+
+Contract (both backends)::
+
+    scan_batches(buf, start, end, max_count, check_crc) -> (headers, stop_position, status)
+
+* ``buf``: any bytes-like buffer (bytes, bytearray, memoryview, mmap) of
+  concatenated v2 record batches and/or v0/v1 messages (a ``.log`` file, a
+  Fetch response's records).  ``start``/``end`` are byte positions in ``buf``
+  (``end=-1`` means ``len(buf)``); ``max_count`` caps the number of batches
+  read (``-1``: no cap); ``check_crc`` also verifies each batch's CRC
+  (CRC-32C over bytes 21.. for v2, CRC-32 over bytes 16.. for v0/v1).
+* ``headers``: a numpy ``int64`` array of shape ``(n, NFIELDS)``, one row per
+  good batch (v2) or top-level message (v0/v1, Kafka's shallow model), with
+  columns named in :mod:`kafkawire._scan_common` (``POSITION``, ``SIZE`` incl.
+  the 12-byte offset+length prefix, ``BASE_OFFSET``, ``LAST_OFFSET``, ``MAGIC``,
+  ``ATTRIBUTES``, ``CRC`` (stored, unsigned), ``PARTITION_LEADER_EPOCH``,
+  ``FIRST_TIMESTAMP``, ``MAX_TIMESTAMP``, ``PRODUCER_ID``, ``PRODUCER_EPOCH``,
+  ``BASE_SEQUENCE``, ``RECORD_COUNT``).  Positions are positions in ``buf``.
+  For v0/v1 the message's offset fills both BASE_OFFSET and LAST_OFFSET (for a
+  compressed wrapper that is the offset of its last inner message), the v2-only
+  columns are -1, FIRST/MAX_TIMESTAMP hold the v1 timestamp (-1 for v0), and
+  RECORD_COUNT is 1 (uncompressed) or -1 (compressed wrapper: unknown).
+  Only the header is read: no payload is copied or decompressed.
+* ``stop_position``: where scanning stopped: ``end``, the position after the
+  ``max_count``-th batch, or the position of the first batch that is not OK.
+* ``status`` (why it stopped; the rows hold only the good batches before it):
+  ``OK`` (reached end or max_count), ``PARTIAL`` (trailing partial batch at
+  stop_position: fewer than 12 bytes left, or its length points past ``end``),
+  ``CORRUPT_LENGTH`` (length field smaller than the minimum header for its
+  magic; a length of 0 is a zero-filled tail: Kafka's "record size 0 smaller
+  than minimum record overhead"), ``BAD_MAGIC`` (magic not 0/1/2),
+  ``CRC_MISMATCH`` (only when ``check_crc``).
+
+Checks are made in Kafka's order: fewer than 12 bytes -> PARTIAL; length < 14
+-> CORRUPT_LENGTH; batch past ``end`` -> PARTIAL; magic -> BAD_MAGIC; length
+below the magic's minimum (49 for v2, 22 for v1) -> CORRUPT_LENGTH; CRC.
+The scan holds no policy: the caller decides what a status means.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+from kafkawire import _scan_common as C
+from kafkawire._pure.crc import crc32c
+
+__all__ = ["scan_batches"]
+
+_V2 = struct.Struct(">qiiBIhiqqqhii")  # offset .. record count (61 bytes)
+_V1 = struct.Struct(">qiIbbq")         # offset, length, crc, magic, attributes, timestamp
+_V0 = struct.Struct(">qiIbb")
+
+
+def scan_batches(buf, start: int = 0, end: int = -1, max_count: int = -1,
+                 check_crc: bool = False):
+    """Read batch headers of ``buf[start:end]``; see the module docstring."""
+    mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    n = len(mv)
+    if end < 0 or end > n:
+        end = n
+    if start < 0:
+        start = 0
+    rows = []
+    pos = start
+    status = C.OK
+    while pos < end:
+        if max_count >= 0 and len(rows) >= max_count:
+            break
+        if end - pos < C.LOG_OVERHEAD:
+            status = C.PARTIAL
+            break
+        length = int.from_bytes(mv[pos + 8:pos + 12], "big", signed=True)
+        if length < C.MIN_LENGTH:
+            status = C.CORRUPT_LENGTH
+            break
+        size = length + C.LOG_OVERHEAD
+        if size > end - pos:
+            status = C.PARTIAL
+            break
+        magic = mv[pos + C.MAGIC_OFFSET]
+        if magic == 2:
+            if length < C.V2_MIN_LENGTH:
+                status = C.CORRUPT_LENGTH
+                break
+            (base_offset, _, ple, _, crc, attrs, last_delta, first_ts, max_ts, pid, pepoch,
+             base_seq, count) = _V2.unpack_from(mv, pos)
+            if check_crc and crc32c(mv, pos + C.V2_CRC_START, pos + size) != crc:
+                status = C.CRC_MISMATCH
+                break
+            rows.append((pos, size, base_offset, base_offset + last_delta, 2, attrs & 0xFFFF, crc,
+                         ple, first_ts, max_ts, pid, pepoch, base_seq, count))
+        elif magic == 1 or magic == 0:
+            if magic == 1:
+                if length < C.V1_MIN_LENGTH:
+                    status = C.CORRUPT_LENGTH
+                    break
+                offset, _, crc, _, attrs, ts = _V1.unpack_from(mv, pos)
+            else:
+                offset, _, crc, _, attrs = _V0.unpack_from(mv, pos)
+                ts = -1
+            if check_crc and zlib.crc32(mv[pos + C.MAGIC_OFFSET:pos + size]) != crc:
+                status = C.CRC_MISMATCH
+                break
+            attrs &= 0xFF
+            count = -1 if attrs & C.LEGACY_COMPRESSION_MASK else 1
+            rows.append((pos, size, offset, offset, magic, attrs, crc, -1, ts, ts, -1, -1, -1, count))
+        else:
+            status = C.BAD_MAGIC
+            break
+        pos += size
+    headers = np.array(rows, dtype=np.int64).reshape(len(rows), C.NFIELDS)
+    return headers, pos, status
