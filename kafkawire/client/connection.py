@@ -1,0 +1,246 @@
+"""One TCP connection to one broker: size-prefixed frames, correlation ids, pipelining.
+
+Kafka answers the requests of one connection in the order they were sent, so
+many requests can be written before any response is read (pipelining); each
+response is matched to its request by correlation id.  A timeout or a
+mismatched correlation id leaves the byte stream in an unknown state, so the
+connection is closed and every outstanding request fails.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import socket
+import struct
+import threading
+import time
+from typing import Callable, Deque, Dict, Optional, Tuple
+
+from kafkawire.client.exceptions import (ClientClosedError, KafkaConnectionError,
+                                         RequestTimeoutError)
+from kafkawire.errors import ProtocolError
+
+__all__ = ["BrokerConnection", "Pending"]
+
+_SIZE = struct.Struct(">i")
+_CORRELATION = struct.Struct(">i")
+
+
+class Pending:
+    """A request that was sent and whose response has not been read yet."""
+
+    __slots__ = ("conn", "correlation_id", "api_key", "version", "decode", "_result", "_error",
+                 "_done")
+
+    def __init__(self, conn: "BrokerConnection", correlation_id: int, api_key: int, version: int,
+                 decode: Optional[Callable]) -> None:
+        self.conn = conn
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+        self.version = version
+        self.decode = decode
+        self._result = None
+        self._error: Optional[BaseException] = None
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def _set(self, result=None, error: Optional[BaseException] = None) -> None:
+        self._result, self._error, self._done = result, error, True
+
+    def result(self, timeout: Optional[float] = None):
+        """Block until the response arrives (``timeout`` seconds, default the connection's)."""
+        if not self._done:
+            self.conn._wait_for(self, timeout)
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class BrokerConnection:
+    """A blocking connection to ``host:port`` that can pipeline requests.
+
+    ``send(frame, correlation_id, ...)`` writes an encoded request; the response
+    is read by :meth:`Pending.result`.  Responses of other requests read on
+    the way are kept for their own ``result`` call.
+    """
+
+    def __init__(self, host: str, port: int, *, node_id: Optional[int] = None,
+                 connect_timeout: float = 10.0, request_timeout: float = 30.0,
+                 max_frame_size: int = 104_857_600) -> None:
+        self.host = host
+        self.port = int(port)
+        self.node_id = node_id
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.max_frame_size = max_frame_size
+        self.api_versions: Dict[int, Tuple[int, int]] = {}
+        self._sock: Optional[socket.socket] = None
+        self._inflight: Deque[Pending] = collections.deque()
+        self._ids = itertools.count(1)
+        self._send_lock = threading.Lock()
+        self._recv_lock = threading.Lock()
+        self._closed = False
+        self.bytes_sent = 0
+        self.bytes_received = 0
+
+    def __repr__(self) -> str:
+        state = "connected" if self._sock is not None else "closed" if self._closed else "idle"
+        return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {state}>"
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._inflight)
+
+    def connect(self) -> None:
+        if self._closed:
+            raise ClientClosedError(f"connection to {self.host}:{self.port} was closed; "
+                                    "open a new one")
+        if self._sock is not None:
+            return
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
+        except socket.timeout as exc:
+            raise KafkaConnectionError(f"connecting to {self.host}:{self.port} timed out after "
+                                       f"{self.connect_timeout:g}s; check the address and that "
+                                       "the broker is up") from exc
+        except OSError as exc:
+            raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}; check "
+                                       "the address and that the broker is up") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
+
+    def next_correlation_id(self) -> int:
+        return next(self._ids) & 0x7FFFFFFF
+
+    def send(self, frame: bytes, correlation_id: int, api_key: int, version: int, *,
+             expect_response: bool = True, decode: Optional[Callable] = None,
+             timeout: Optional[float] = None) -> Optional[Pending]:
+        """Write one size-prefixed request frame; return its :class:`Pending` (None if no response)."""
+        self.connect()
+        pending = Pending(self, correlation_id, api_key, version, decode) if expect_response else None
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        with self._send_lock:
+            sock = self._sock
+            if sock is None:
+                raise KafkaConnectionError(f"connection to {self.host}:{self.port} was closed")
+            if pending is not None:
+                self._inflight.append(pending)
+            try:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                sock.sendall(frame)
+            except socket.timeout as exc:
+                err = RequestTimeoutError(f"sending to {self.host}:{self.port} timed out")
+                self._fail(err)
+                raise err from exc
+            except OSError as exc:
+                err = KafkaConnectionError(f"sending to {self.host}:{self.port} failed: {exc}")
+                self._fail(err)
+                raise err from exc
+        self.bytes_sent += len(frame)
+        return pending
+
+    def _wait_for(self, pending: Pending, timeout: Optional[float]) -> None:
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        while not pending._done:
+            with self._recv_lock:
+                if pending._done:
+                    return
+                if self._sock is None:
+                    pending._set(error=KafkaConnectionError(
+                        f"connection to {self.host}:{self.port} closed before the response"))
+                    return
+                frame = self._read_frame(deadline)
+                self._dispatch(frame)
+
+    def _dispatch(self, frame: bytearray) -> None:
+        if len(frame) < 4:
+            err = ProtocolError(f"response frame of {len(frame)} bytes from {self.host}:{self.port} "
+                                "is too short to hold a correlation id")
+            self._fail(err)
+            raise err
+        (cid,) = _CORRELATION.unpack_from(frame, 0)
+        if not self._inflight:
+            err = ProtocolError(f"{self.host}:{self.port} sent a response (correlation id {cid}) "
+                                "nobody asked for")
+            self._fail(err)
+            raise err
+        head = self._inflight[0]
+        if head.correlation_id != cid:
+            err = ProtocolError(f"{self.host}:{self.port} answered correlation id {cid}, expected "
+                                f"{head.correlation_id}; closing the connection")
+            self._fail(err)
+            raise err
+        self._inflight.popleft()
+        try:
+            result = head.decode(frame) if head.decode is not None else frame
+        except Exception as exc:  # a bad response fails its own request only
+            head._set(error=exc)
+        else:
+            head._set(result)
+
+    def _read_exact(self, view: memoryview, deadline: float) -> None:
+        sock = self._sock
+        got, n = 0, len(view)
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            sock.settimeout(left)
+            k = sock.recv_into(view[got:])
+            if k == 0:
+                raise ConnectionResetError("the broker closed the connection")
+            got += k
+
+    def _read_frame(self, deadline: float) -> bytearray:
+        try:
+            head = bytearray(4)
+            self._read_exact(memoryview(head), deadline)
+            (size,) = _SIZE.unpack(head)
+            if size < 0 or size > self.max_frame_size:
+                err = ProtocolError(f"{self.host}:{self.port} announced a response of {size} bytes "
+                                    f"(limit {self.max_frame_size}); raise max_frame_size if "
+                                    "that is expected")
+                self._fail(err)
+                raise err
+            frame = bytearray(size)
+            self._read_exact(memoryview(frame), deadline)
+        except socket.timeout as exc:
+            err = RequestTimeoutError(f"no response from {self.host}:{self.port} in time; raise "
+                                      "request_timeout_ms if the broker is just slow")
+            self._fail(err)
+            raise err from exc
+        except OSError as exc:
+            err = KafkaConnectionError(f"connection to {self.host}:{self.port} broke: {exc}")
+            self._fail(err)
+            raise err from exc
+        self.bytes_received += 4 + size
+        return frame
+
+    def _fail(self, error: BaseException) -> None:
+        """Close the socket and fail every request still waiting on it."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+        while self._inflight:
+            self._inflight.popleft()._set(error=error)
+
+    def close(self) -> None:
+        """Close the socket; requests still in flight fail with ``ClientClosedError``."""
+        self._closed = True
+        self._fail(ClientClosedError(f"connection to {self.host}:{self.port} closed"))
+
+    def __enter__(self) -> "BrokerConnection":
+        self.connect()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,127 @@
+"""What the client's calls return: small immutable values, no protocol classes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence, Tuple
+
+__all__ = ["ProducerRecord", "ProduceResult", "FetchResult", "OffsetResult", "OffsetAndMetadata",
+           "TopicResult", "as_producer_record"]
+
+
+@dataclass(frozen=True)
+class ProducerRecord:
+    """One record to produce; ``partition`` overrides the partitioner for this record."""
+    value: Optional[bytes]
+    key: Optional[bytes] = None
+    headers: Sequence[Tuple[str, Optional[bytes]]] = ()
+    timestamp: Optional[int] = None
+    partition: Optional[int] = None
+
+
+def _b(x) -> Optional[bytes]:
+    if x is None or isinstance(x, bytes):
+        return x
+    if isinstance(x, str):
+        return x.encode("utf-8")
+    return bytes(x)
+
+
+def as_producer_record(item: Any) -> ProducerRecord:
+    """Accept ``bytes``/``str`` (a value), ``(key, value)``, a dict, or a record-like object."""
+    if isinstance(item, ProducerRecord):
+        return item
+    if item is None or isinstance(item, (bytes, bytearray, memoryview, str)):
+        return ProducerRecord(_b(item))
+    if isinstance(item, tuple):
+        if len(item) != 2:
+            raise TypeError("a tuple record must be (key, value); use a dict or ProducerRecord "
+                            "for headers and timestamps")
+        return ProducerRecord(_b(item[1]), _b(item[0]))
+    if isinstance(item, dict):
+        unknown = set(item) - {"value", "key", "headers", "timestamp", "partition"}
+        if unknown:
+            raise TypeError(f"unknown record field(s) {sorted(unknown)}; use value, key, headers, "
+                            "timestamp, partition")
+        return ProducerRecord(_b(item.get("value")), _b(item.get("key")),
+                              [(k, _b(v)) for k, v in (item.get("headers") or ())],
+                              item.get("timestamp"), item.get("partition"))
+    if hasattr(item, "value"):
+        return ProducerRecord(_b(item.value), _b(getattr(item, "key", None)),
+                              [(k, _b(v)) for k, v in (getattr(item, "headers", None) or ())],
+                              getattr(item, "timestamp", None))
+    raise TypeError(f"cannot produce a {type(item).__name__}; give bytes, (key, value), a dict "
+                    "or a ProducerRecord")
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    """Where a partition's batch landed (``base_offset`` is -1 with acks=0)."""
+    topic: str
+    partition: int
+    base_offset: int
+    record_count: int
+    log_append_time: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass
+class FetchResult:
+    """One partition's fetch: decoded batches plus the partition's watermarks.
+
+    ``batches`` may start before the requested offset (a broker returns whole
+    batches); :meth:`records` drops records below ``fetch_offset``.
+    """
+    topic: str
+    partition: int
+    fetch_offset: int
+    high_watermark: int
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    batches: List[Any] = field(default_factory=list)
+    aborted_transactions: List[Tuple[int, int]] = field(default_factory=list)
+    partial_tail: Optional[int] = None
+    size: int = 0
+
+    def records(self) -> list:
+        """All records at or after ``fetch_offset``, control batches left out."""
+        out = []
+        for b in self.batches:
+            if getattr(b, "is_control", False) or b.last_offset < self.fetch_offset:
+                continue
+            out.extend(r for r in b if r.offset >= self.fetch_offset)
+        return out
+
+    @property
+    def next_offset(self) -> int:
+        """The offset to fetch next."""
+        if self.batches:
+            return max(self.fetch_offset, self.batches[-1].last_offset + 1)
+        return self.fetch_offset
+
+
+@dataclass(frozen=True)
+class OffsetResult:
+    """A ListOffsets answer: the offset (and its timestamp, -1 for earliest/latest)."""
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int = -1
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    """A committed offset; ``offset`` is -1 when the group has none for the partition."""
+    offset: int
+    metadata: Optional[str] = ""
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class TopicResult:
+    """The outcome of creating or deleting one topic (``error`` None on success)."""
+    name: str
+    error: Optional[Exception] = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+    topic_id: Any = None
