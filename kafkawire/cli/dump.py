@@ -1,0 +1,273 @@
+"""``kafkawire dump``: the equivalent of Kafka's ``kafka-dump-log.sh``.
+
+Each file is dispatched on its suffix like Kafka's tool: ``.log`` segments
+are scanned batch by batch (records decoded only with ``--deep-iteration``),
+``.index``/``.timeindex`` entries printed and checked against the log,
+``.txnindex`` and ``.snapshot`` printed; anything else is ignored with
+Kafka's message.  Problems found in indexes are reported after all files,
+on stderr, with Kafka's wording (in ``--json`` mode, as JSON objects).
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from kafkawire.cli import indexdump, jsonout, text
+from kafkawire.cli.output import Printer, err
+from kafkawire.cli.progress import Progress
+from kafkawire.errors import CorruptRecordError, KafkaWireError
+
+INT32_MAX = 2 ** 31 - 1
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+
+
+@dataclass
+class DumpOptions:
+    files: List[str]
+    deep_iteration: bool = False
+    print_data_log: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_bytes: int = INT32_MAX
+    max_message_size: int = 5 * 1024 * 1024
+    skip_record_metadata: bool = False
+    offsets_decoder: bool = False
+    transaction_log_decoder: bool = False
+    json: bool = False
+    max_decompressed_size: Optional[int] = None
+    progress: Optional[bool] = None
+
+    def __post_init__(self) -> None:
+        # as in Kafka: a decoder implies printing the data, which implies deep iteration
+        if self.offsets_decoder or self.transaction_log_decoder:
+            self.print_data_log = True
+        if self.print_data_log:
+            self.deep_iteration = True
+
+    @property
+    def parser(self) -> text.Parser:
+        if self.offsets_decoder:
+            from kafkawire.cli.offsets_decoder import parse_record
+            return parse_record
+        if self.transaction_log_decoder:
+            from kafkawire.cli.txn_decoder import parse_record as parse_txn
+            return parse_txn
+        return text.string_parser
+
+    @property
+    def decoding(self) -> bool:
+        return self.offsets_decoder or self.transaction_log_decoder
+
+
+def expand_files(files: Sequence[str]) -> List[str]:
+    """``--files`` entries; a directory stands for the segment files inside it."""
+    out: List[str] = []
+    for f in files:
+        if os.path.isdir(f):
+            names = sorted(n for n in os.listdir(f) if n.endswith(SEGMENT_SUFFIXES))
+            out.extend(os.path.join(f, n) for n in names)
+        else:
+            out.append(f)
+    return out
+
+
+def _suffix(path: str) -> str:
+    name = os.path.basename(path)
+    i = name.rfind(".")
+    return name[i:] if i >= 0 else ""
+
+
+def _maybe_json(s: Optional[str]) -> Any:
+    if s is None:
+        return None
+    try:
+        return json.loads(s)
+    except ValueError:
+        return s
+
+
+def legacy_inner_checksums(batch: Any, max_size: Optional[int]) -> Optional[List[Tuple[int, bool]]]:
+    """``(stored crc, valid)`` of every message of a v0/v1 batch, in order.
+
+    An uncompressed message is its own record.  A compressed wrapper's inner
+    message set is decompressed and walked; None if that fails (the caller
+    then reports the wrapper's own checksum).
+    """
+    if batch.compression == "none":
+        return None
+    from kafkawire.compression import decompress
+    raw = bytes(batch.raw)
+    pos = 12 + 4 + 1 + 1 + (8 if batch.magic == 1 else 0)
+    try:
+        klen = struct.unpack_from(">i", raw, pos)[0]
+        pos += 4 + max(klen, 0)
+        vlen = struct.unpack_from(">i", raw, pos)[0]
+        pos += 4
+        if vlen < 0:
+            return None
+        inner = decompress(batch.compression, raw[pos:pos + vlen], magic=batch.magic,
+                           max_size=max_size)
+    except (struct.error, KafkaWireError):
+        return None
+    out: List[Tuple[int, bool]] = []
+    p = 0
+    while p + 12 <= len(inner):
+        size = struct.unpack_from(">i", inner, p + 8)[0]
+        if size < 14 or p + 12 + size > len(inner):
+            break
+        stored = struct.unpack_from(">I", inner, p + 12)[0]
+        computed = zlib.crc32(inner[p + 16:p + 12 + size]) & 0xFFFFFFFF
+        out.append((stored, stored == computed))
+        p += 12 + size
+    return out
+
+
+class Dumper:
+    """Runs one ``dump`` invocation; :meth:`run` returns the exit status."""
+
+    def __init__(self, opts: DumpOptions, out: Printer) -> None:
+        self.opts = opts
+        self.out = out
+        self.problems = indexdump.IndexProblems()
+        self.status = 0
+
+    # -------------------------------------------------------------- driver
+    def run(self) -> int:
+        files = expand_files(self.opts.files)
+        total = 0
+        for f in files:
+            try:
+                total += os.path.getsize(f)
+            except OSError:
+                pass
+        # the bar would interleave with records printed to the same terminal
+        stdout_tty = hasattr(self.out.stream, "isatty") and self.out.stream.isatty()
+        enabled = self.opts.progress
+        if enabled is None and stdout_tty:
+            enabled = False
+        with Progress(total, enabled=enabled, min_total=0 if len(files) > 1 else 64 << 20) as bar:
+            for path in files:
+                bar.set_label(os.path.basename(path))
+                self.out.text(f"Dumping {path}")
+                self.out.emit(None, {"type": "file", "file": path})
+                try:
+                    self.dump_file(path)
+                except (KafkaWireError, OSError) as e:
+                    err(f"kafkawire: {path}: {_describe(e)}")
+                    self.status = 1
+                try:
+                    bar.advance(os.path.getsize(path))
+                except OSError:
+                    pass
+        self.report_problems()
+        return self.status
+
+    def report_problems(self) -> None:
+        if self.out.json_mode:
+            for obj in self.problems.as_json():
+                self.out.emit(None, obj)
+        else:
+            for line in self.problems.report():
+                err(line)
+        if self.opts.verify_index_only and self.problems:
+            self.status = 1
+
+    def dump_file(self, path: str) -> None:
+        suffix = _suffix(path)
+        o = self.opts
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        if suffix == ".log":
+            self.dump_log(path)
+        elif suffix == ".index":
+            self.status |= indexdump.dump_offset_index(
+                path, self.out, self.problems, sanity_only=o.index_sanity_check,
+                verify_only=o.verify_index_only, max_message_size=o.max_message_size)
+        elif suffix == ".timeindex":
+            self.status |= indexdump.dump_time_index(
+                path, self.out, self.problems, sanity_only=o.index_sanity_check,
+                verify_only=o.verify_index_only)
+        elif suffix == ".snapshot":
+            self.status |= indexdump.dump_snapshot(path, self.out)
+        elif suffix == ".txnindex":
+            self.status |= indexdump.dump_txn_index(path, self.out)
+        else:
+            err(f"Ignoring unknown file {path}")
+
+    # ----------------------------------------------------------------- log
+    def dump_log(self, path: str) -> None:
+        import kafkawire
+        o = self.opts
+        base = indexdump.base_offset_of(path) if os.path.basename(path)[:1].isdigit() else None
+        if base is not None:
+            self.out.text(f"Log starting offset: {base}")
+        parser = o.parser
+        with indexdump.MappedFile(path) as f:
+            size = len(f)
+            end = min(size, max(o.max_bytes, 0))
+            valid_bytes = 0
+            last_offset = -1
+            it = kafkawire.iter_batches(f.data, end=end,
+                                        max_decompressed_size=o.max_decompressed_size)
+            try:
+                for batch in it:
+                    position = batch.position
+                    try:
+                        batch.validate()
+                        valid = True
+                    except CorruptRecordError:
+                        valid = False
+                    self.out.emit(lambda: text.batch_line(batch, position, valid),
+                                  lambda: jsonout.batch_obj(batch, position, valid))
+                    if o.deep_iteration:
+                        last_offset = self._dump_records(path, batch, parser, last_offset)
+                    valid_bytes += batch.size
+            except CorruptRecordError as e:
+                err(f"kafkawire: {path}: {_describe(e)}")
+                self.status = 1
+            trailing = end - valid_bytes
+            if trailing > 0 and o.max_bytes >= INT32_MAX:
+                name = os.path.basename(path)
+                self.out.emit(f"Found {trailing} invalid bytes at the end of {name}",
+                              {"type": "invalidBytes", "file": path, "position": valid_bytes,
+                               "bytes": trailing})
+
+    def _dump_records(self, path: str, batch: Any, parser: text.Parser, last_offset: int) -> int:
+        o = self.opts
+        try:
+            records = batch.records()
+        except KafkaWireError as e:
+            err(f"kafkawire: {path}: cannot decode the records of the batch at position "
+                f"{batch.position}: {_describe(e)}")
+            self.status = 1
+            return last_offset
+        crcs = None
+        if batch.magic < 2:
+            crcs = legacy_inner_checksums(batch, o.max_decompressed_size)
+        for i, rec in enumerate(records):
+            if last_offset != -1 and rec.offset != last_offset + 1:
+                self.problems._add(self.problems.non_consecutive, path, last_offset, rec.offset)
+            last_offset = rec.offset
+            legacy = crcs[i] if crcs is not None and i < len(crcs) else None
+            if self.out.json_mode:
+                obj = jsonout.record_obj(batch, rec)
+                if o.decoding and not batch.is_control:
+                    k, v = parser(rec.key, rec.value, rec.offset)
+                    obj["decodedKey"] = _maybe_json(k)
+                    obj["decodedValue"] = _maybe_json(v)
+                self.out.emit(None, obj)
+            else:
+                self.out.emit(text.record_line(batch, rec, skip_metadata=o.skip_record_metadata,
+                                               print_contents=o.print_data_log, parser=parser,
+                                               legacy_crc=legacy))
+        return last_offset
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.strerror}" + (f" ({e.filename})" if e.filename else "")
+    return str(e)

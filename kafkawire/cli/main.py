@@ -1,0 +1,182 @@
+"""The ``kafkawire`` command line: dump, verify, recover, stats, find.
+
+Every expected failure (unreadable or damaged files, bad arguments) ends in
+one line on stderr and a non-zero exit status, never a traceback:
+0 success/clean, 1 problems found or a file could not be processed,
+2 usage errors (argparse's convention).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional, Sequence
+
+from kafkawire.errors import KafkaWireError
+
+INT32_MAX = 2 ** 31 - 1
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _files(text: str) -> List[str]:
+    return [f for f in text.split(",") if f]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kafkawire import __version__
+    p = argparse.ArgumentParser(
+        prog="kafkawire",
+        description="Read, check and repair Apache Kafka's on-disk logs without a broker.")
+    p.add_argument("--version", action="version", version=f"kafkawire {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    d = sub.add_parser(
+        "dump", help="print segment, index and snapshot files (like kafka-dump-log.sh)",
+        description="Parse log, index, time index, transaction index and producer snapshot "
+                    "files and print their contents, like Kafka's kafka-dump-log.sh.")
+    d.add_argument("--files", type=_files, action="append", metavar="FILE1,FILE2,...",
+                   help="REQUIRED (or give files as arguments): comma separated list of data "
+                        "and index log files to be dumped; a directory means its segment files")
+    d.add_argument("paths", nargs="*", metavar="FILE", help="more files to dump")
+    d.add_argument("--deep-iteration", action="store_true",
+                   help="iterate records, not only batches (implied by --print-data-log)")
+    d.add_argument("--print-data-log", action="store_true",
+                   help="print record keys and values (implied by a decoder option)")
+    d.add_argument("--verify-index-only", action="store_true",
+                   help="check index entries against the log without printing them")
+    d.add_argument("--index-sanity-check", action="store_true",
+                   help="only run Kafka's index sanity check (the one a broker runs at startup)")
+    d.add_argument("--max-bytes", type=_int, default=INT32_MAX, metavar="SIZE",
+                   help="read only the batches within the first SIZE bytes of each .log file")
+    d.add_argument("--max-message-size", type=_int, default=5 * 1024 * 1024, metavar="SIZE",
+                   help="size of the largest batch, when checking an index (default 5242880)")
+    d.add_argument("--skip-record-metadata", action="store_true",
+                   help="do not print each record's metadata")
+    dec = d.add_mutually_exclusive_group()
+    dec.add_argument("--offsets-decoder", action="store_true",
+                     help="decode records as __consumer_offsets offset commits and group metadata")
+    dec.add_argument("--transaction-log-decoder", action="store_true",
+                     help="decode records as __transaction_state transaction metadata")
+    d.add_argument("--json", action="store_true",
+                   help="one JSON object per line: per batch and, deep, per record")
+    d.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
+    d.set_defaults(func=cmd_dump)
+
+    v = sub.add_parser("verify", help="check every batch and index entry of a log; exit 0 only when clean",
+                       description="Walk every batch (CRC, lengths, offsets, magic, attributes) and "
+                                   "check every index entry against the log.")
+    v.add_argument("path", nargs="+", metavar="PATH",
+                   help="a log.dirs folder, a <topic>-<partition> folder or a segment file")
+    v.add_argument("--json", action="store_true", help="one JSON object per problem")
+    v.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
+    v.set_defaults(func=cmd_verify)
+
+    r = sub.add_parser("recover", help="truncate logs at their first invalid batch (dry run unless --apply)",
+                       description="Follow Kafka's LogSegment.recover: keep the longest valid prefix, "
+                                   "truncate at the first invalid batch and rebuild the indexes. "
+                                   "Dry run unless --apply; bytes cut are saved beside the segment.")
+    r.add_argument("path", nargs="+", metavar="PATH")
+    r.add_argument("--apply", action="store_true", help="really truncate and rebuild")
+    r.add_argument("--json", action="store_true")
+    r.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
+    r.set_defaults(func=cmd_recover)
+
+    s = sub.add_parser("stats", help="per topic-partition summary: segments, batches, records, bytes, codecs",
+                       description="Summarise every topic-partition: segments, batches, records, bytes, "
+                                   "codecs, offset and time range, compression ratio.")
+    s.add_argument("path", nargs="+", metavar="PATH")
+    s.add_argument("--json", action="store_true", help="one JSON object per partition")
+    s.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
+    s.set_defaults(func=cmd_stats)
+
+    f = sub.add_parser("find", help="find the batch and record at an offset or timestamp",
+                       description="Find the record at an offset, or the first record at or after a "
+                                   "timestamp (ms since the epoch), in a partition folder.")
+    f.add_argument("path", metavar="PATH", help="a <topic>-<partition> folder (or a log.dirs folder "
+                                                "with --partition)")
+    g = f.add_mutually_exclusive_group(required=True)
+    g.add_argument("--offset", type=_int, metavar="N")
+    g.add_argument("--timestamp", type=_int, metavar="T", help="milliseconds since the epoch")
+    f.add_argument("--partition", metavar="TOPIC-N",
+                   help="with a log.dirs folder: which partition to search")
+    f.add_argument("--print-data-log", action="store_true", help="print the record's key and value")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=cmd_find)
+    return p
+
+
+def cmd_dump(args: argparse.Namespace) -> int:
+    from kafkawire.cli.dump import DumpOptions, Dumper
+    from kafkawire.cli.output import Printer
+    files = [f for group in (args.files or []) for f in group] + list(args.paths)
+    if not files:
+        raise UsageError("dump needs --files FILE1,FILE2,... (or files as arguments)")
+    opts = DumpOptions(
+        files=files, deep_iteration=args.deep_iteration, print_data_log=args.print_data_log,
+        verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
+        max_bytes=args.max_bytes, max_message_size=args.max_message_size,
+        skip_record_metadata=args.skip_record_metadata, offsets_decoder=args.offsets_decoder,
+        transaction_log_decoder=args.transaction_log_decoder, json=args.json,
+        progress=False if args.no_progress else None)
+    return Dumper(opts, Printer(sys.stdout, json_mode=args.json)).run()
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from kafkawire.cli import commands
+    return commands.verify(args.path, json_mode=args.json, progress=not args.no_progress)
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from kafkawire.cli import commands
+    return commands.recover(args.path, apply=args.apply, json_mode=args.json,
+                            progress=not args.no_progress)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from kafkawire.cli import commands
+    return commands.stats(args.path, json_mode=args.json, progress=not args.no_progress)
+
+
+def cmd_find(args: argparse.Namespace) -> int:
+    from kafkawire.cli import commands
+    return commands.find(args.path, offset=args.offset, timestamp=args.timestamp,
+                         partition=args.partition, print_data=args.print_data_log,
+                         json_mode=args.json)
+
+
+class UsageError(Exception):
+    """Bad command-line usage found after parsing."""
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``kafkawire`` command; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as e:  # --help, --version, usage errors
+        return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 2)
+    try:
+        return args.func(args)
+    except UsageError as e:
+        sys.stderr.write(f"kafkawire {args.command}: error: {e}\n")
+        return 2
+    except (KafkaWireError, OSError) as e:
+        sys.stderr.write(f"kafkawire: error: {_describe(e)}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("kafkawire: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror + (f": {e.filename}" if e.filename else "")
+    return str(e)

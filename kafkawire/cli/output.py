@@ -1,0 +1,47 @@
+"""Where the CLI writes: text lines like Kafka's tools, or one JSON object per line."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable, Dict, Optional, TextIO
+
+
+class Printer:
+    """Writes either the text line or the JSON object of each item.
+
+    ``text`` may be a string or a zero-argument callable (so JSON mode never
+    pays for formatting text it won't print, and the reverse).
+    """
+
+    def __init__(self, stream: Optional[TextIO] = None, json_mode: bool = False) -> None:
+        self.stream = stream if stream is not None else sys.stdout
+        self.json_mode = json_mode
+
+    def emit(self, text: "str | Callable[[], str] | None",
+             obj: "Dict[str, Any] | Callable[[], Dict[str, Any]] | None" = None) -> None:
+        if self.json_mode:
+            if obj is None:
+                return
+            if callable(obj):
+                obj = obj()
+            self.stream.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False))
+            self.stream.write("\n")
+        else:
+            if text is None:
+                return
+            if callable(text):
+                text = text()
+            self.stream.write(text)
+            self.stream.write("\n")
+
+    def text(self, line: str) -> None:
+        """A line printed only in text mode (headers like ``Dumping FILE``)."""
+        if not self.json_mode:
+            self.stream.write(line)
+            self.stream.write("\n")
+
+
+def err(line: str) -> None:
+    """One line on stderr."""
+    sys.stderr.write(line)
+    sys.stderr.write("\n")
