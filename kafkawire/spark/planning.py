@@ -1,0 +1,295 @@
+"""Driver-side planning: option bounds -> offset ranges -> byte slices -> tasks.
+
+Only file sizes, index entries and a few batch headers are read here.  Each
+topic-partition gets an offset range ``[start, end)``; each segment that may
+hold part of it contributes a byte range found by index lookups; ranges larger
+than ``maxBytesPerTask`` are split at index entries (which point at batch
+headers), and small ranges are packed together, so every task reads about
+``maxBytesPerTask`` bytes (a Spark task costs ~50 ms whatever it reads).
+
+A slice's rows are the records of batches *starting* in ``[start_pos,
+end_pos)`` whose offsets are in ``[start_offset, end_offset)``: splits by
+position share offset bounds, splits by offset (maxRecordsPerPartition) share
+none, so no record is read twice either way.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from kafkawire import _scan_common as SC
+from kafkawire.spark.layout import PartitionInfo, SegmentInfo, map_file, scan_headers
+from kafkawire.spark.options import EARLIEST, LATEST, OptionError, ReadOptions
+
+try:
+    from pyspark.sql.datasource import InputPartition
+except ImportError:  # planning is usable (and tested) without pyspark
+    class InputPartition:  # type: ignore[no-redef]
+        def __init__(self, value=None) -> None:
+            self.value = value
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Batches starting in ``[start_pos, end_pos)`` of one ``.log`` file, offsets ``[start_offset, end_offset)``."""
+
+    topic: str
+    partition: int
+    path: str
+    start_pos: int
+    end_pos: int
+    start_offset: int
+    end_offset: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.end_pos - self.start_pos
+
+
+class Task(InputPartition):
+    """One Spark task: a few slices read one after the other."""
+
+    def __init__(self, slices: Sequence[Slice]) -> None:
+        super().__init__(None)
+        self.slices = tuple(slices)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.nbytes for s in self.slices)
+
+    def __repr__(self) -> str:
+        return f"Task({len(self.slices)} slices, {self.nbytes} bytes)"
+
+
+@dataclass
+class Range:
+    """The offsets of one topic-partition a query reads, plus a timestamp floor for pruning."""
+
+    part: PartitionInfo
+    start: int
+    end: int
+    min_timestamp: Optional[int] = None   # segments whose records are all older are skipped
+
+
+# -- choosing partitions ---------------------------------------------------------
+
+def select_partitions(parts: List[PartitionInfo], ro: ReadOptions) -> List[PartitionInfo]:
+    """Apply subscribe / subscribePattern / assign; naming what is missing is an error."""
+    import re
+    by_tp = {p.tp: p for p in parts}
+    topics = sorted({p.topic for p in parts})
+    if ro.subscribe is not None:
+        missing = [t for t in ro.subscribe if t not in topics]
+        if missing:
+            raise OptionError(f"subscribe: topic(s) {', '.join(missing)} not found under the path; "
+                              f"topics found: {', '.join(topics)}")
+        wanted = set(ro.subscribe)
+        return [p for p in parts if p.topic in wanted]
+    if ro.subscribe_pattern is not None:
+        rx = re.compile(ro.subscribe_pattern)
+        out = [p for p in parts if rx.fullmatch(p.topic)]
+        if not out:
+            raise OptionError(f"subscribePattern {ro.subscribe_pattern!r} matches no topic; "
+                              f"topics found: {', '.join(topics)}")
+        return out
+    if ro.assign is not None:
+        missing = [f"{t}-{p}" for t, p in ro.assign if (t, p) not in by_tp]
+        if missing:
+            raise OptionError(f"assign: {', '.join(missing)} not found under the path; "
+                              f"partitions found: {', '.join(f'{t}-{p}' for t, p in sorted(by_tp))}")
+        return [by_tp[tp] for tp in sorted(set(ro.assign))]
+    return list(parts)
+
+
+# -- offsets ----------------------------------------------------------------------
+
+def offset_for_timestamp(part: PartitionInfo, ts: int) -> Optional[int]:
+    """First offset whose record timestamp is >= ``ts`` (time index lookup, then a short scan)."""
+    from kafkawire.records.columnar import iter_column_chunks
+    for seg in part.segments:
+        t_ts, t_off = seg.time_index()
+        k = int(np.searchsorted(t_ts, ts - 1, side="right")) - 1   # last entry with ts <= ts-1
+        start_pos = seg.position_at_or_before(int(t_off[k])) if k >= 0 else 0
+        if not seg.trust([start_pos]):
+            start_pos = 0
+        buf = map_file(seg.path)
+        try:
+            rows, _stop, _st = scan_headers(buf, start_pos, -1)
+            for row in rows[rows[:, SC.MAX_TIMESTAMP] >= ts]:
+                pos, size = int(row[SC.POSITION]), int(row[SC.SIZE])
+                for chunk in iter_column_chunks(buf, start=pos, end=pos + size):
+                    hit = np.flatnonzero(chunk.timestamp >= ts)
+                    if len(hit):
+                        return int(chunk.offset[hit[0]])
+                if int(row[SC.MAGIC]) == 2 and int(row[SC.ATTRIBUTES]) & SC.CONTROL_MASK:
+                    return int(row[SC.BASE_OFFSET])
+        finally:
+            if hasattr(buf, "close"):
+                buf.close()
+    return None
+
+
+def _explicit(name: str, spec: Dict[Tuple[str, int], int], parts: List[PartitionInfo]) -> None:
+    have = {p.tp for p in parts}
+    extra = sorted(set(spec) - have)
+    missing = sorted(have - set(spec))
+    if extra:
+        raise OptionError(f"{name} names {', '.join(f'{t}-{p}' for t, p in extra)}, which the "
+                          "selected topic-partitions do not include")
+    if missing:
+        raise OptionError(f"{name} must give every selected topic-partition (as Spark's Kafka source "
+                          f"requires); missing: {', '.join(f'{t}-{p}' for t, p in missing)}")
+
+
+def resolve_ranges(parts: List[PartitionInfo], ro: ReadOptions) -> List[Range]:
+    """Turn starting/ending options into one offset range per topic-partition."""
+    for name, spec in (("startingOffsets", ro.starting), ("endingOffsets", ro.ending),
+                       ("startingOffsetsByTimestamp", ro.starting_ts),
+                       ("endingOffsetsByTimestamp", ro.ending_ts)):
+        if isinstance(spec, dict):
+            _explicit(name, spec, parts)
+    out = []
+    for part in parts:
+        lo, hi = part.start_offset, part.end_offset
+        tp = part.tp
+        # starting: timestamp options win over startingOffsets, as in Spark's Kafka source
+        sts = ro.starting_ts if isinstance(ro.starting_ts, int) or ro.starting_ts is None else ro.starting_ts[tp]
+        if sts is not None:
+            start = offset_for_timestamp(part, sts)
+            if start is None:
+                if ro.starting_ts_strategy == "error":
+                    raise OptionError(
+                        f"no record at or after timestamp {sts} in {tp[0]}-{tp[1]} (its data ends at offset "
+                        f"{hi}); set startingOffsetsByTimestampStrategy=latest to read nothing there")
+                start = hi
+        else:
+            spec = ro.starting
+            v = spec if isinstance(spec, str) else spec[tp]
+            start = lo if v in ("earliest", EARLIEST) else hi if v in ("latest", LATEST) else int(v)
+        ets = ro.ending_ts if isinstance(ro.ending_ts, int) or ro.ending_ts is None else ro.ending_ts[tp]
+        if ets is not None:
+            end = offset_for_timestamp(part, ets)
+            end = hi if end is None else end
+        else:
+            spec = ro.ending
+            v = spec if isinstance(spec, str) else spec[tp]
+            end = hi if v in ("latest", LATEST) else int(v)
+        if start < lo:
+            if ro.fail_on_data_loss:
+                raise OptionError(f"starting offset {start} of {tp[0]}-{tp[1]} is before its first segment "
+                                  f"({lo}); use earliest, or failOnDataLoss=false to start at {lo}")
+            start = lo
+        if start > hi:
+            raise OptionError(f"starting offset {start} of {tp[0]}-{tp[1]} is past its log end ({hi})")
+        if end > hi:
+            raise OptionError(f"ending offset {end} of {tp[0]}-{tp[1]} is past its log end ({hi}); "
+                              "use latest or -1 to read to the end")
+        if start > end:
+            raise OptionError(f"starting offset {start} is after ending offset {end} for {tp[0]}-{tp[1]}: "
+                              "the range is empty; fix startingOffsets/endingOffsets (or the timestamps)")
+        out.append(Range(part, start, end))
+    return out
+
+
+# -- bytes ------------------------------------------------------------------------
+
+def segment_max_timestamp(seg: SegmentInfo) -> int:
+    """Largest batch max-timestamp in a segment: last time-index entry, then headers after it."""
+    t_ts, t_off = seg.time_index()
+    best = int(t_ts[-1]) if len(t_ts) else -1
+    pos = seg.position_at_or_before(int(t_off[-1])) if len(t_off) else 0
+    if not seg.trust([pos]):
+        pos = 0
+    buf = map_file(seg.path)
+    try:
+        rows, _stop, _st = scan_headers(buf, pos, -1)
+        if len(rows):
+            best = max(best, int(rows[:, SC.MAX_TIMESTAMP].max()))
+    finally:
+        if hasattr(buf, "close"):
+            buf.close()
+    return best
+
+
+def _segment_slices(r: Range, start: int, end: int, max_bytes: int) -> List[Slice]:
+    part = r.part
+    out: List[Slice] = []
+    last = part.segments[-1] if part.segments else None
+    for seg, nxt in part.segments_for(start, end):
+        if r.min_timestamp is not None and segment_max_timestamp(seg) < r.min_timestamp:
+            continue
+        limit = part.end_position if seg is last else seg.size
+        sp = seg.position_at_or_before(start)
+        ep = limit if (nxt is not None and nxt <= end) or seg is last and end >= part.end_offset \
+            else min(seg.position_after(end - 1), limit)
+        cuts = seg.cut_positions(sp, ep)
+        check = [p for p in (sp, ep, *_choose_cuts(sp, ep, cuts, max_bytes)) if p not in (0, limit)]
+        if not seg.trust(check):
+            sp, ep, cuts = 0, limit, np.zeros(0, np.int64)
+        bounds = [sp, *_choose_cuts(sp, ep, cuts, max_bytes), ep]
+        for a, b in zip(bounds, bounds[1:]):
+            if b > a:
+                out.append(Slice(part.topic, part.partition, seg.path, int(a), int(b), start, end))
+    return out
+
+
+def _choose_cuts(sp: int, ep: int, cuts: np.ndarray, max_bytes: int) -> List[int]:
+    """Greedy: cut at the last index position that keeps each piece within ``max_bytes``."""
+    chosen: List[int] = []
+    here = sp
+    cuts = cuts.tolist() if hasattr(cuts, "tolist") else list(cuts)
+    i = 0
+    while ep - here > max_bytes and i < len(cuts):
+        j = i
+        while j < len(cuts) and cuts[j] - here <= max_bytes:
+            j += 1
+        pick = cuts[j - 1] if j > i else cuts[i]   # a batch bigger than max_bytes sits alone
+        chosen.append(pick)
+        here = pick
+        i = max(j, i + 1)
+    return chosen
+
+
+def plan_slices(ranges: List[Range], max_bytes: int,
+                max_records: Optional[int] = None) -> List[Slice]:
+    slices: List[Slice] = []
+    for r in ranges:
+        if r.end <= r.start:
+            continue
+        step = max_records or (r.end - r.start)
+        for a in range(r.start, r.end, step):
+            slices.extend(_segment_slices(r, a, min(a + step, r.end), max_bytes))
+    return slices
+
+
+def pack(slices: List[Slice], max_bytes: int, one_per_task: bool = False) -> List[Task]:
+    """Group consecutive small slices into tasks of up to ``max_bytes``."""
+    tasks: List[Task] = []
+    cur: List[Slice] = []
+    size = 0
+    for s in slices:
+        if cur and (one_per_task or size + s.nbytes > max_bytes):
+            tasks.append(Task(cur))
+            cur, size = [], 0
+        cur.append(s)
+        size += s.nbytes
+    if cur:
+        tasks.append(Task(cur))
+    return tasks
+
+
+def plan_tasks(ranges: List[Range], ro: ReadOptions) -> List[Task]:
+    """Slices packed into tasks, honouring maxBytesPerTask, minPartitions and maxRecordsPerPartition."""
+    max_bytes = ro.max_bytes_per_task
+    slices = plan_slices(ranges, max_bytes, ro.max_records_per_partition)
+    one = ro.max_records_per_partition is not None
+    tasks = pack(slices, max_bytes, one_per_task=one)
+    if ro.min_partitions and len(tasks) < ro.min_partitions:
+        total = sum(s.nbytes for s in slices)
+        target = max(4096, math.ceil(total / ro.min_partitions))
+        slices = plan_slices(ranges, target, ro.max_records_per_partition)
+        tasks = pack(slices, target, one_per_task=one)
+    return tasks

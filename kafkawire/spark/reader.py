@@ -1,0 +1,154 @@
+"""Batch reads: plan on the driver, decode slices into Arrow batches in the tasks.
+
+Tasks never build Python rows: :func:`kafkawire.records.columnar.iter_column_chunks`
+decodes each slice's batches straight into Arrow buffers, and the task yields
+``pyarrow.RecordBatch``\\ es in exactly the declared schema (Spark's Arrow path
+rejects anything else).  Small chunks are coalesced so each batch carries
+10k-100k rows where the data allows.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from kafkawire.spark import layout
+from kafkawire.spark.options import ReadOptions
+from kafkawire.spark.planning import Slice, Task
+from kafkawire.spark.pushdown import Bounds
+from kafkawire.spark.txn import aborted_mask
+
+try:
+    from pyspark.sql.datasource import DataSourceReader
+except ImportError:  # the task side is testable with plain pyarrow
+    DataSourceReader = object  # type: ignore[misc,assignment]
+
+MIN_BATCH_ROWS = 10_000
+TRACE_ENV = "KAFKAWIRE_SPARK_TRACE"   # file to append "path start end" for every slice read (tests)
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """What a task needs besides its slices (small and picklable)."""
+
+    include_headers: bool = False
+    isolation: str = "read_uncommitted"
+    records_per_batch: int = 65536
+    verify_crc: bool = False
+    fail_on_data_loss: bool = True
+    ts_lo: Optional[int] = None      # ms, inclusive
+    ts_hi: Optional[int] = None      # ms, exclusive
+
+    @classmethod
+    def from_options(cls, ro: ReadOptions, bounds: Optional[Bounds] = None) -> "ReadSettings":
+        b = bounds or Bounds()
+        return cls(ro.include_headers, ro.isolation, ro.records_per_batch, ro.verify_crc,
+                   ro.fail_on_data_loss, b.ts_lo, b.ts_hi)
+
+
+def _trace(s: Slice) -> None:
+    path = os.environ.get(TRACE_ENV)
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{s.path} {s.start_pos} {s.end_pos}\n")
+
+
+def read_slice(s: Slice, st: ReadSettings) -> Iterator:
+    """Arrow record batches of one slice (in the declared schema), before coalescing."""
+    from kafkawire.errors import CorruptRecordError
+    from kafkawire.records.columnar import iter_column_chunks
+    _trace(s)
+    if s.end_pos <= s.start_pos or s.end_offset <= s.start_offset:
+        return
+    buf = layout.map_file(s.path)
+    committed = st.isolation == "read_committed"
+    it = iter_column_chunks(buf, start=s.start_pos, end=s.end_pos, max_records=st.records_per_batch,
+                            start_offset=s.start_offset, end_offset=s.end_offset,
+                            include_headers=st.include_headers, verify_crc=st.verify_crc)
+    txn = None
+    try:
+        for chunk in it:
+            mask = None
+            if committed and len(chunk) and chunk.is_transactional.any():
+                if txn is None:
+                    from kafkawire.spark.txn import TxnMarkers
+                    txn = TxnMarkers.for_slice(s, buf)
+                mask = ~aborted_mask(chunk, txn)
+            if st.ts_lo is not None or st.ts_hi is not None:
+                ts = chunk.timestamp
+                m = np.ones(len(chunk), bool)
+                if st.ts_lo is not None:
+                    m &= ts >= st.ts_lo
+                if st.ts_hi is not None:
+                    m &= ts < st.ts_hi
+                mask = m if mask is None else (mask & m)
+            if mask is not None and not mask.all():
+                chunk = chunk.filter(mask)
+            if len(chunk):
+                yield chunk.to_arrow(include_headers=st.include_headers, topic=s.topic,
+                                     partition=s.partition)
+    except CorruptRecordError as exc:
+        if st.fail_on_data_loss:
+            raise type(exc)(f"{exc} (in {s.path}; set failOnDataLoss=false to skip the rest of a "
+                            "damaged segment)", position=None, reason=exc.reason) from exc
+        import warnings
+        warnings.warn(f"kafkawire: skipping the rest of {s.path}: {exc}")
+
+
+def read_task(task: Task, st: ReadSettings) -> Iterator:
+    """Every slice of a task, small batches coalesced to at least ``MIN_BATCH_ROWS`` rows."""
+    import pyarrow as pa
+    pending: List = []
+    rows = 0
+    for s in task.slices:
+        for batch in read_slice(s, st):
+            if batch.num_rows >= MIN_BATCH_ROWS and not pending:
+                yield batch
+                continue
+            pending.append(batch)
+            rows += batch.num_rows
+            if rows >= MIN_BATCH_ROWS:
+                yield pa.concat_batches(pending)
+                pending, rows = [], 0
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+
+
+class KafkaWireReader(DataSourceReader):
+    """Plans tasks from the files on the driver; each task decodes its slices."""
+
+    def __init__(self, ro: ReadOptions) -> None:
+        self.ro = ro
+        self.bounds = Bounds()
+
+    def pushFilters(self, filters):  # noqa: N802 (Spark's name)
+        if not self.ro.push_filters:
+            return filters   # see kafkawire.spark.pushdown: pyspark 4.3 leaks pushed state
+        from kafkawire.spark.pushdown import push
+        self.bounds = Bounds()
+        return push(filters, self.bounds)
+
+    def plan(self) -> List[Task]:
+        from kafkawire.spark.planning import plan_tasks, resolve_ranges, select_partitions
+        from kafkawire.spark.pushdown import offset_window
+        parts = select_partitions(layout.discover(self.ro.paths), self.ro)
+        ranges = resolve_ranges(parts, self.ro)
+        b = self.bounds
+        kept = []
+        for r in ranges:
+            if not b.allows(r.part.topic, r.part.partition):
+                continue
+            r.start, r.end = offset_window(b, r.start, r.end)
+            if b.ts_hi is not None and b.ts_lo is not None and b.ts_hi <= b.ts_lo:
+                continue
+            r.min_timestamp = b.ts_lo
+            kept.append(r)
+        return plan_tasks(kept, self.ro)
+
+    def partitions(self) -> Sequence[Task]:
+        return self.plan()
+
+    def read(self, partition: Task) -> Iterator:
+        return read_task(partition, ReadSettings.from_options(self.ro, self.bounds))

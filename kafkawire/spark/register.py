@@ -1,0 +1,13 @@
+"""Register the ``kafkawire`` format with a SparkSession."""
+from __future__ import annotations
+
+
+def register(spark) -> None:
+    """Make ``spark.read.format("kafkawire")`` and ``spark.readStream.format("kafkawire")`` work.
+
+    Needed only where PySpark's automatic lookup of the top-level
+    ``pyspark_kafkawire`` module does not see this package (e.g. a source
+    checkout that is not installed).
+    """
+    from kafkawire.spark.source import KafkaWireDataSource
+    spark.dataSource.register(KafkaWireDataSource)

@@ -1,0 +1,119 @@
+"""Streaming reads: tail a live log directory.
+
+Offsets are ``{"topic": {"partition": next_offset}}`` (as Spark's Kafka source
+writes them).  Every micro-batch re-lists the folders, so new segments and new
+partitions are picked up (new partitions start at their earliest offset);
+``maxOffsetsPerTrigger`` caps a micro-batch, spread over partitions in
+proportion to what each has waiting; ``trigger(availableNow=True)`` reads
+everything present when the query starts, in limited micro-batches, then stops.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterator, Optional, Sequence
+
+from kafkawire.spark import layout
+from kafkawire.spark.options import ReadOptions
+from kafkawire.spark.planning import Range, Task, plan_tasks, resolve_ranges, select_partitions
+from kafkawire.spark.reader import ReadSettings, read_task
+
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
+                                              SupportsTriggerAvailableNow)
+
+Offsets = Dict[str, Dict[str, int]]
+
+
+def _to_json(ends: Dict[tuple, int]) -> Offsets:
+    out: Offsets = {}
+    for (topic, p), off in sorted(ends.items()):
+        out.setdefault(topic, {})[str(p)] = int(off)
+    return out
+
+
+def _from_json(offsets: Offsets) -> Dict[tuple, int]:
+    return {(t, int(p)): int(o) for t, parts in (offsets or {}).items() for p, o in parts.items()}
+
+
+class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over offsets per topic-partition of the files under ``path``."""
+
+    def __init__(self, ro: ReadOptions) -> None:
+        self.ro = ro
+        self._available_now: Optional[Dict[tuple, int]] = None
+
+    def _parts(self):
+        return select_partitions(layout.discover(self.ro.paths), self.ro)
+
+    def _ends(self) -> Dict[tuple, int]:
+        return {p.tp: p.end_offset for p in self._parts()}
+
+    def initialOffset(self) -> Offsets:  # noqa: N802
+        ranges = resolve_ranges(self._parts(), self.ro)
+        return _to_json({r.part.tp: r.start for r in ranges})
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        n = self.ro.max_offsets_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        self._available_now = self._ends()
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:  # noqa: N802
+        parts = {p.tp: p for p in self._parts()}
+        begin = _from_json(start)
+        ends = {tp: p.end_offset for tp, p in parts.items()}
+        if self._available_now is not None:
+            ends = {tp: min(e, self._available_now.get(tp, begin.get(tp, parts[tp].start_offset)))
+                    for tp, e in ends.items()}
+        for tp, p in parts.items():
+            begin.setdefault(tp, p.start_offset)
+        ends = {tp: max(e, begin[tp]) for tp, e in ends.items()}
+        if isinstance(limit, ReadMaxRows):
+            ends = _rate_limit(begin, ends, int(limit.max_rows))
+        merged = dict(begin)
+        merged.update(ends)
+        return _to_json(merged)
+
+    def reportLatestOffset(self) -> Optional[Offsets]:  # noqa: N802
+        return _to_json(self._ends())
+
+    def partitions(self, start: Offsets, end: Offsets) -> Sequence[Task]:
+        parts = {p.tp: p for p in self._parts()}
+        begin, stop = _from_json(start), _from_json(end)
+        ranges = []
+        for tp, e in sorted(stop.items()):
+            part = parts.get(tp)
+            if part is None:
+                continue
+            s = begin.get(tp, part.start_offset)
+            if e > s:
+                ranges.append(Range(part, s, e))
+        return plan_tasks(ranges, self.ro)
+
+    def read(self, partition: Task) -> Iterator:
+        return read_task(partition, ReadSettings.from_options(self.ro))
+
+    def commit(self, end: Offsets) -> None:
+        pass
+
+
+def _rate_limit(begin: Dict[tuple, int], ends: Dict[tuple, int], limit: int) -> Dict[tuple, int]:
+    """Cap the total offsets of a micro-batch at ``limit``, shared by what each partition has waiting."""
+    waiting = {tp: ends[tp] - begin[tp] for tp in ends}
+    total = sum(waiting.values())
+    if total <= limit:
+        return ends
+    out = {}
+    given = 0
+    for tp, w in sorted(waiting.items()):
+        share = w * limit // total
+        out[tp] = begin[tp] + share
+        given += share
+    # hand out the rounding remainder so every trigger makes progress
+    for tp, w in sorted(waiting.items(), key=lambda kv: -kv[1]):
+        if given >= limit:
+            break
+        extra = min(limit - given, ends[tp] - out[tp])
+        out[tp] += extra
+        given += extra
+    return out
