@@ -1,0 +1,257 @@
+"""A partition: the segments of one ``<topic>-<partition>`` folder, read as one log."""
+from __future__ import annotations
+
+import bisect
+import os
+from typing import Iterator, List, Optional, Tuple
+
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
+from kafkawire.errors import LogError
+from kafkawire.log import files as F
+from kafkawire.log import isolation as I
+from kafkawire.log.segment import Segment
+
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+_INF = float("inf")
+
+
+class Log:
+    """One partition folder.  Open with :meth:`Log.open`.
+
+    ``segments`` are ordered by base offset; offsets and timestamps are found
+    through each segment's (untrusted) indexes, falling back to scanning.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        parsed = F.parse_partition_dir_name(os.path.basename(self.path.rstrip(os.sep)))
+        self.topic: Optional[str] = parsed[0] if parsed else None
+        self.partition: Optional[int] = parsed[1] if parsed else None
+        self.segments: List[Segment] = []
+        self.files: F.PartitionFiles = F.list_partition(self.path)
+        self.refresh()
+
+    @classmethod
+    def open(cls, partition_dir) -> "Log":
+        """Open a ``<topic>-<partition>`` folder (any folder of segment files works)."""
+        path = os.fspath(partition_dir)
+        if not os.path.isdir(path):
+            raise LogError(f"{path} is not a directory; give a partition folder like "
+                           "/var/lib/kafka/data/orders-0")
+        return cls(path)
+
+    def refresh(self) -> None:
+        """Pick up appended bytes and new segments (a writer may be active)."""
+        self.files = F.list_partition(self.path)
+        old = {s.base_offset: s for s in self.segments}
+        segs = []
+        for sf in self.files.segments:
+            seg = old.pop(sf.base_offset, None)
+            if seg is None:
+                seg = Segment(sf)
+            else:
+                seg.files = sf
+                seg.refresh()
+            segs.append(seg)
+        for seg in old.values():
+            seg.close()
+        self.segments = segs
+        self._bases = [s.base_offset for s in segs]
+
+    def close(self) -> None:
+        for seg in self.segments:
+            seg.close()
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Log({self.path!r}, segments={len(self.segments)})"
+
+    # -- extent -------------------------------------------------------------
+    @property
+    def start_offset(self) -> int:
+        """Base offset of the first segment (0 for an empty folder)."""
+        return self.segments[0].base_offset if self.segments else 0
+
+    @property
+    def next_offset(self) -> int:
+        """One past the last offset written (the log end offset)."""
+        for seg in reversed(self.segments):
+            if seg.size:
+                return seg.next_offset
+        return self.segments[-1].base_offset if self.segments else 0
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # -- lookups ------------------------------------------------------------
+    def _segment_index(self, offset: int) -> int:
+        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+
+    def locate(self, offset: int) -> Optional[Tuple[Segment, int]]:
+        """``(segment, position)`` of the first batch whose last offset is >= ``offset``."""
+        for i in range(self._segment_index(offset), len(self.segments)):
+            found = self.segments[i].locate(offset)
+            if found is not None:
+                return self.segments[i], found[0]
+        return None
+
+    def find_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
+        """``(offset, timestamp)`` of the first record whose timestamp is >= ``timestamp``.
+
+        As Kafka's ``ListOffsets``: the first segment whose largest timestamp
+        reaches the target is searched through its time index; unlike the
+        broker, a miss there (possible with out-of-order timestamps) moves on
+        to the next segment instead of answering "none".
+        """
+        start = self.start_offset
+        for seg in self.segments:
+            if seg.size and seg.max_timestamp >= timestamp:
+                found = seg.find_timestamp(timestamp, start)
+                if found is not None:
+                    return found
+        return None
+
+    def offset_for_timestamp(self, timestamp: int) -> Optional[int]:
+        """The first offset whose record timestamp is >= ``timestamp``, or None."""
+        found = self.find_timestamp(timestamp)
+        return None if found is None else found[0]
+
+    # -- reading ------------------------------------------------------------
+    def _resolve(self, start_offset, end_offset, start_timestamp, end_timestamp):
+        s = self.start_offset if start_offset is None else start_offset
+        e = _INF if end_offset is None else end_offset
+        if start_timestamp is not None:
+            ts_start = self.offset_for_timestamp(start_timestamp)
+            if ts_start is None:
+                return None
+            s = max(s, ts_start)
+        if end_timestamp is not None:
+            ts_end = self.offset_for_timestamp(end_timestamp)
+            if ts_end is not None:
+                e = min(e, ts_end)
+        return (s, e) if s < e else None
+
+    def _raw_batches(self, s, e, verify_crc: bool):
+        found = self.locate(s)
+        if found is None:
+            return
+        seg0, pos = found
+        for seg in self.segments[self.segments.index(seg0):]:
+            for batch in seg.batches(pos if seg is seg0 else 0, verify_crc=verify_crc):
+                if batch.base_offset >= e and batch.last_offset >= e:
+                    return
+                yield batch
+
+    def aborted_transactions(self, start_offset: Optional[int] = None,
+                             end_offset: Optional[int] = None) -> I.AbortedRanges:
+        """Aborted transactions touching ``[start_offset, end_offset)``, from control
+        markers (scanning on until every transaction open at the end resolves) and
+        ``.txnindex`` files."""
+        s = self.start_offset if start_offset is None else start_offset
+        e = _INF if end_offset is None else end_offset
+        found = self.locate(s)
+        segs_rows = []
+
+        def rows():
+            if found is None:
+                return
+            seg0, pos = found
+            open_pids = set()
+            for seg in self.segments[self.segments.index(seg0):]:
+                segs_rows.append(seg)
+                hdr = seg.headers(pos if seg is seg0 else 0)
+                for r in hdr.tolist():
+                    if r[C.BASE_OFFSET] >= e and not open_pids:
+                        return
+                    attrs = r[C.ATTRIBUTES]
+                    v2 = r[C.MAGIC] == 2
+                    txn = v2 and bool(attrs & C.TRANSACTIONAL_MASK)
+                    ctrl = v2 and bool(attrs & C.CONTROL_MASK)
+                    if txn:
+                        if ctrl:
+                            open_pids.discard(r[C.PRODUCER_ID])
+                        else:
+                            open_pids.add(r[C.PRODUCER_ID])
+                    yield (r[C.BASE_OFFSET], r[C.LAST_OFFSET], r[C.PRODUCER_ID], txn, ctrl,
+                           (seg, r[C.POSITION]))
+
+        def control_type(row):
+            seg, pos = row[5]
+            return seg.batch_at(pos).control_type
+
+        ranges = I.compute(rows(), control_type)
+        for seg in segs_rows:
+            ranges.add_txns(seg.aborted_transactions())
+        return ranges
+
+    def batches(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
+                start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None, *,
+                isolation: str = "read_uncommitted", verify_crc: bool = False) -> Iterator:
+        """Batch objects overlapping the range (see :meth:`records` for the range rules).
+
+        With ``read_committed``, aborted transactional batches and control
+        batches are left out and iteration stops at the last stable offset.
+        """
+        if isolation not in ISOLATION_LEVELS:
+            raise ValueError(f"isolation must be one of {ISOLATION_LEVELS}, got {isolation!r}")
+        rng = self._resolve(start_offset, end_offset, start_timestamp, end_timestamp)
+        if rng is None:
+            return
+        s, e = rng
+        if isolation == "read_uncommitted":
+            yield from self._raw_batches(s, e, verify_crc)
+            return
+        aborted = self.aborted_transactions(s, None if e == _INF else e)
+        if aborted.last_stable_offset is not None:
+            e = min(e, aborted.last_stable_offset)
+        for batch in self._raw_batches(s, e, verify_crc):
+            if batch.is_control:
+                continue
+            if batch.is_transactional and aborted.is_aborted(batch.producer_id, batch.base_offset):
+                continue
+            yield batch
+
+    def records(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
+                start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None, *,
+                isolation: str = "read_uncommitted", include_control: bool = False) -> Iterator:
+        """Records with ``start_offset <= offset < end_offset``.
+
+        ``start_timestamp``/``end_timestamp`` translate to offsets as Kafka's
+        ``offsetsForTimes`` does: reading starts at the first record whose
+        timestamp is >= ``start_timestamp`` and stops before the first whose
+        timestamp is >= ``end_timestamp`` (records in between are returned in
+        offset order whatever their own timestamps).  Control records (commit/
+        abort markers) are skipped unless ``include_control`` (never under
+        ``read_committed``).
+        """
+        rng = self._resolve(start_offset, end_offset, start_timestamp, end_timestamp)
+        if rng is None:
+            return
+        s, e = rng
+        for batch in self.batches(s, None if e == _INF else e, isolation=isolation):
+            if batch.is_control and not include_control:
+                continue
+            if batch.base_offset >= s and batch.last_offset < e:
+                yield from batch
+            else:
+                for rec in batch:
+                    if s <= rec.offset < e:
+                        yield rec
+
+    # -- checking -----------------------------------------------------------
+    def verify(self, *, check_indexes: bool = True):
+        """Check every batch and index entry; a :class:`~kafkawire.log.verify.VerifyReport`."""
+        from kafkawire.log.verify import verify_log
+        return verify_log(self, check_indexes=check_indexes)
+
+    def recover(self, apply: bool = False, **kwargs):
+        """Kafka's ``LogSegment.recover`` over every segment (dry run unless ``apply``)."""
+        from kafkawire.log.recover import recover_log
+        return recover_log(self, apply=apply, **kwargs)

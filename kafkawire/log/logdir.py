@@ -1,0 +1,134 @@
+"""Many partitions: one or more ``log.dirs`` folders (or partition folders) read together."""
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+from kafkawire.errors import LogError
+from kafkawire.log import files as F
+from kafkawire.log.log import Log
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _looks_like_partition(path: str) -> bool:
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return any(F.parse_segment_file_name(n) for n in names)
+
+
+class LogDir:
+    """Every partition under the given folders, keyed by ``(topic, partition)``.
+
+    Each folder given may be a broker's ``log.dirs`` entry (its
+    ``<topic>-<partition>`` subfolders are opened; checkpoint files and
+    folders being deleted, ``-future`` or ``-stray`` replicas are skipped) or
+    a partition folder itself.
+    """
+
+    def __init__(self, logs: Dict[Tuple[str, int], Log], roots: List[str]) -> None:
+        self.logs = logs
+        self.roots = roots
+
+    @classmethod
+    def open(cls, log_dirs: Union[PathLike, Iterable[PathLike]]) -> "LogDir":
+        """Open one folder or an iterable of folders (a comma-separated string works too)."""
+        if isinstance(log_dirs, (str, os.PathLike)):
+            roots = [p for p in os.fspath(log_dirs).split(",") if p]
+        else:
+            roots = [os.fspath(p) for p in log_dirs]
+        logs: Dict[Tuple[str, int], Log] = {}
+        for root in roots:
+            if not os.path.isdir(root):
+                raise LogError(f"{root} is not a directory; give a broker log.dirs folder or a "
+                               "<topic>-<partition> folder")
+            parsed = F.parse_partition_dir_name(os.path.basename(os.path.abspath(root)))
+            if parsed and _looks_like_partition(root):
+                candidates = [(parsed, root)]
+            else:
+                candidates = []
+                for name in sorted(os.listdir(root)):
+                    full = os.path.join(root, name)
+                    p = F.parse_partition_dir_name(name)
+                    if p is not None and os.path.isdir(full):
+                        candidates.append((p, full))
+            for key, path in candidates:
+                if key in logs:
+                    raise LogError(f"partition {key[0]}-{key[1]} appears in both {logs[key].path} and "
+                                   f"{path}; open the folders separately")
+                logs[key] = Log.open(path)
+        return cls(logs, roots)
+
+    def __iter__(self) -> Iterator[Log]:
+        for key in sorted(self.logs):
+            yield self.logs[key]
+
+    def __len__(self) -> int:
+        return len(self.logs)
+
+    def __contains__(self, key) -> bool:
+        return key in self.logs
+
+    def __getitem__(self, key: Tuple[str, int]) -> Log:
+        return self.log(*key)
+
+    def log(self, topic: str, partition: int) -> Log:
+        try:
+            return self.logs[(topic, partition)]
+        except KeyError:
+            raise LogError(f"no partition {topic}-{partition} under {', '.join(self.roots)}") from None
+
+    @property
+    def topics(self) -> List[str]:
+        return sorted({t for t, _ in self.logs})
+
+    def partitions(self, topic: Optional[str] = None) -> List[Tuple[str, int]]:
+        """``(topic, partition)`` keys, all or of one topic."""
+        return sorted(k for k in self.logs if topic is None or k[0] == topic)
+
+    def _select(self, topics) -> List[Log]:
+        if topics is None:
+            return list(self)
+        wanted = {topics} if isinstance(topics, str) else set(topics)
+        return [self.logs[k] for k in sorted(self.logs) if k[0] in wanted]
+
+    def records(self, topics=None, **kwargs) -> Iterator[Tuple[str, int, object]]:
+        """``(topic, partition, record)`` for each partition in turn; ``kwargs`` as :meth:`Log.records`."""
+        for log in self._select(topics):
+            for rec in log.records(**kwargs):
+                yield log.topic, log.partition, rec
+
+    def batches(self, topics=None, **kwargs) -> Iterator[Tuple[str, int, object]]:
+        """``(topic, partition, batch)``; ``kwargs`` as :meth:`Log.batches`."""
+        for log in self._select(topics):
+            for batch in log.batches(**kwargs):
+                yield log.topic, log.partition, batch
+
+    def offsets_for_timestamp(self, timestamp: int, topics=None) -> Dict[Tuple[str, int], Optional[int]]:
+        """Per partition, the first offset whose timestamp is >= ``timestamp`` (None if none)."""
+        return {(log.topic, log.partition): log.offset_for_timestamp(timestamp)
+                for log in self._select(topics)}
+
+    def verify(self, **kwargs):
+        """A combined :class:`~kafkawire.log.verify.VerifyReport` over every partition."""
+        from kafkawire.log.verify import VerifyReport
+        report = VerifyReport()
+        for log in self:
+            report.merge(log.verify(**kwargs))
+        return report
+
+    def recover(self, apply: bool = False, **kwargs):
+        """``Log.recover`` on every partition; a list of reports."""
+        return [log.recover(apply=apply, **kwargs) for log in self]
+
+    def close(self) -> None:
+        for log in self.logs.values():
+            log.close()
+
+    def __enter__(self) -> "LogDir":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
