@@ -1,3 +1,754 @@
-# cython: language_level=3
-"""Kernel module columnar (placeholder until implemented)."""
-__all__ = []
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Columnar decode kernel: batches/messages into Arrow-layout column buffers.
+
+A :class:`ColumnBuilder` owns growable C buffers (one per column of
+``kafkawire._columnar_common.COLUMNS``); :func:`columnar_scan` walks a buffer
+of concatenated v0/v1 messages and v2 batches with the GIL released, appending
+every data record without creating Python objects, and stops when the builder
+is full, at the end, at a partial tail, at ``end_offset``, or at a compressed
+batch.  The caller decompresses that batch's payload (policy lives in the
+front end) and feeds it to :func:`columnar_payload`.  :meth:`ColumnBuilder.take`
+hands the buffers to numpy arrays without copying.
+"""
+from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport realloc, free
+from libc.string cimport memcpy
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
+cimport numpy as cnp
+import numpy as np
+
+from kafkawire.errors import CorruptRecordError
+from kafkawire import _columnar_common as _C
+
+cnp.import_array()
+
+__all__ = ["ColumnBuilder", "columnar_scan", "columnar_payload_info", "columnar_payload"]
+
+cdef enum:
+    NCOLS = 23
+    C_OFFSET = 0
+    C_TS = 1
+    C_TSTYPE = 2
+    C_KOFF = 3
+    C_KDATA = 4
+    C_KVALID = 5
+    C_VOFF = 6
+    C_VDATA = 7
+    C_VVALID = 8
+    C_PID = 9
+    C_TXN = 10
+    C_BBASE = 11
+    C_HOFF = 12
+    C_HVALID = 13
+    C_HKOFF = 14
+    C_HKDATA = 15
+    C_HVOFF = 16
+    C_HVDATA = 17
+    C_HVVALID = 18
+    C_COFF = 19
+    C_CPID = 20
+    C_CTYPE = 21
+    C_CTS = 22
+
+cdef enum:
+    ST_DONE = 0
+    ST_PARTIAL = 1
+    ST_FULL = 2
+    ST_COMPRESSED = 3
+    ST_PAST_END = 4
+    ERR_CORRUPT = -1
+    ERR_NOMEM = -2
+
+assert (ST_DONE, ST_PARTIAL, ST_FULL, ST_COMPRESSED, ST_PAST_END) == (
+    _C.DONE, _C.PARTIAL, _C.FULL, _C.COMPRESSED, _C.PAST_END)
+assert len(_C.COLUMNS) == NCOLS
+
+cdef int64_t I64_MIN = INT64_MIN
+cdef int64_t I64_MAX = INT64_MAX
+
+ctypedef struct Buf:
+    char* p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+ctypedef struct State:
+    Buf cols[NCOLS]
+    int include_headers
+    int64_t max_records
+    int64_t max_bytes
+    int64_t start_offset
+    int64_t end_offset
+    int64_t n
+    int64_t nh
+    int64_t data_bytes
+    int64_t next_offset
+    int has_next
+    Py_ssize_t err_pos
+    int64_t err_offset
+    int has_err_offset
+    const char* err_reason
+    const char* err_msg
+
+# Context of the batch (v2) or wrapper (legacy) whose records are decoded.
+ctypedef struct Ctx:
+    int64_t base_offset
+    int64_t base_ts
+    int64_t max_ts
+    int32_t ts_type
+    int log_append
+    int64_t producer_id
+    int txn
+    int control
+    int64_t count
+    Py_ssize_t batch_pos
+
+
+cdef int grow(Buf* b, Py_ssize_t extra) noexcept nogil:
+    cdef Py_ssize_t need = b.n + extra
+    cdef Py_ssize_t cap = b.cap * 2 if b.cap else 4096
+    cdef char* q
+    while cap < need:
+        cap *= 2
+    q = <char*>realloc(b.p, cap)
+    if q == NULL:
+        return -1
+    b.p = q
+    b.cap = cap
+    return 0
+
+cdef inline int push8(Buf* b, int64_t v) noexcept nogil:
+    if b.n + 8 > b.cap and grow(b, 8) < 0:
+        return -1
+    (<int64_t*>(b.p + b.n))[0] = v
+    b.n += 8
+    return 0
+
+cdef inline int push4(Buf* b, int32_t v) noexcept nogil:
+    if b.n + 4 > b.cap and grow(b, 4) < 0:
+        return -1
+    (<int32_t*>(b.p + b.n))[0] = v
+    b.n += 4
+    return 0
+
+cdef inline int push1(Buf* b, int8_t v) noexcept nogil:
+    if b.n + 1 > b.cap and grow(b, 1) < 0:
+        return -1
+    b.p[b.n] = <char>v
+    b.n += 1
+    return 0
+
+cdef inline int pushbytes(Buf* b, const uint8_t* src, Py_ssize_t k) noexcept nogil:
+    if b.n + k > b.cap and grow(b, k) < 0:
+        return -1
+    if k > 0:
+        memcpy(b.p + b.n, src, k)
+    b.n += k
+    return 0
+
+cdef inline int64_t be64(const uint8_t* p) noexcept nogil:
+    return <int64_t>((<uint64_t>p[0] << 56) | (<uint64_t>p[1] << 48) | (<uint64_t>p[2] << 40)
+                     | (<uint64_t>p[3] << 32) | (<uint64_t>p[4] << 24) | (<uint64_t>p[5] << 16)
+                     | (<uint64_t>p[6] << 8) | <uint64_t>p[7])
+
+cdef inline int32_t be32(const uint8_t* p) noexcept nogil:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8)
+                     | <uint32_t>p[3])
+
+cdef inline int16_t be16(const uint8_t* p) noexcept nogil:
+    return <int16_t>((p[0] << 8) | p[1])
+
+cdef inline int fail(State* S, Py_ssize_t pos, const char* reason, const char* msg) noexcept nogil:
+    S.err_pos = pos
+    S.has_err_offset = 0
+    S.err_reason = reason
+    S.err_msg = msg
+    return ERR_CORRUPT
+
+cdef inline int fail_at(State* S, Py_ssize_t pos, int64_t offset, const char* reason,
+                        const char* msg) noexcept nogil:
+    fail(S, pos, reason, msg)
+    S.err_offset = offset
+    S.has_err_offset = 1
+    return ERR_CORRUPT
+
+# Zigzag varint of at most ``maxb`` bytes (5 for int32, 10 for int64) at data[pos[0]:end].
+# Returns 0, -1 when truncated, -2 when too long.
+cdef inline int rd_varint(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, int maxb,
+                          int64_t* out) noexcept nogil:
+    cdef Py_ssize_t p = pos[0]
+    cdef uint64_t v = 0
+    cdef uint64_t b
+    cdef int shift = 0
+    cdef int i = 0
+    if p < end and d[p] < 0x80:
+        b = d[p]
+        out[0] = <int64_t>(b >> 1) ^ -<int64_t>(b & 1)
+        pos[0] = p + 1
+        return 0
+    while True:
+        if p >= end:
+            return -1
+        if i >= maxb:
+            return -2
+        b = d[p]
+        p += 1
+        i += 1
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    if maxb == 5:
+        v = <uint32_t>v
+        out[0] = <int64_t>(<int32_t>((<uint32_t>v >> 1) ^ -(<uint32_t>(v & 1))))
+    else:
+        out[0] = <int64_t>(v >> 1) ^ -<int64_t>(v & 1)
+    pos[0] = p
+    return 0
+
+cdef inline int varint_fail(State* S, int r, Py_ssize_t pos, int64_t offset, int has_off) noexcept nogil:
+    if r == -1:
+        fail(S, pos, b"truncated", b"record truncated inside a varint")
+    else:
+        fail(S, pos, b"varint", b"varint longer than its maximum size")
+    if has_off:
+        S.err_offset = offset
+        S.has_err_offset = 1
+    return ERR_CORRUPT
+
+cdef inline void bump_next(State* S, int64_t nxt) noexcept nogil:
+    if not S.has_next or nxt > S.next_offset:
+        S.next_offset = nxt
+        S.has_next = 1
+
+cdef inline int full(State* S, int64_t size) noexcept nogil:
+    return S.n >= S.max_records or (S.n > 0 and S.data_bytes + size > S.max_bytes)
+
+cdef int push_record(State* S, int64_t offset, int64_t ts, int32_t ts_type,
+                     const uint8_t* kp, int64_t klen, const uint8_t* vp, int64_t vlen,
+                     int64_t pid, int txn, int64_t base, int64_t size) noexcept nogil:
+    cdef Buf* c = S.cols
+    if push8(&c[C_OFFSET], offset) or push8(&c[C_TS], ts) or push4(&c[C_TSTYPE], ts_type):
+        return ERR_NOMEM
+    if klen >= 0:
+        if pushbytes(&c[C_KDATA], kp, klen) or push1(&c[C_KVALID], 1):
+            return ERR_NOMEM
+    elif push1(&c[C_KVALID], 0):
+        return ERR_NOMEM
+    if push4(&c[C_KOFF], <int32_t>c[C_KDATA].n):
+        return ERR_NOMEM
+    if vlen >= 0:
+        if pushbytes(&c[C_VDATA], vp, vlen) or push1(&c[C_VVALID], 1):
+            return ERR_NOMEM
+    elif push1(&c[C_VVALID], 0):
+        return ERR_NOMEM
+    if push4(&c[C_VOFF], <int32_t>c[C_VDATA].n):
+        return ERR_NOMEM
+    if push8(&c[C_PID], pid) or push1(&c[C_TXN], txn) or push8(&c[C_BBASE], base):
+        return ERR_NOMEM
+    S.n += 1
+    S.data_bytes += size
+    return 0
+
+
+# Decode v2 records d[rpos[0]:end] (ctx.count of them, resuming at index[0]).
+cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
+                    Py_ssize_t* index, Py_ssize_t* rpos, Py_ssize_t errpos, int inplace) noexcept nogil:
+    cdef Py_ssize_t pos = rpos[0], i = index[0], rstart, rend, kpos, vpos, hk, here
+    cdef int64_t rlen, tsd, offd, klen, vlen, hcount, hklen, hvlen, offset, ts, j
+    cdef int r, keep, with_h
+    cdef int32_t ctype
+    cdef Buf* c = S.cols
+    while i < x.count:
+        rstart = pos
+        here = pos if inplace else errpos
+        r = rd_varint(d, &pos, end, 5, &rlen)
+        if r:
+            return varint_fail(S, r, here, 0, 0)
+        if rlen < 0 or rlen > end - pos:
+            return fail(S, here, b"length" if rlen < 0 else b"truncated",
+                        b"record length is negative or runs past its batch")
+        rend = pos + rlen
+        if not x.control and full(S, rlen):
+            index[0] = i
+            rpos[0] = rstart
+            return ST_FULL
+        if rend - pos < 1:
+            return fail(S, here, b"truncated", b"record too short for its attributes")
+        pos += 1
+        r = rd_varint(d, &pos, rend, 10, &tsd)
+        if r == 0:
+            r = rd_varint(d, &pos, rend, 5, &offd)
+        if r:
+            return varint_fail(S, r, here, 0, 0)
+        offset = x.base_offset + offd
+        r = rd_varint(d, &pos, rend, 5, &klen)
+        if r:
+            return varint_fail(S, r, here, offset, 1)
+        if klen < -1 or klen > rend - pos:
+            return fail_at(S, here, offset, b"length", b"record key length is invalid")
+        kpos = pos
+        if klen > 0:
+            pos += klen
+        r = rd_varint(d, &pos, rend, 5, &vlen)
+        if r:
+            return varint_fail(S, r, here, offset, 1)
+        if vlen < -1 or vlen > rend - pos:
+            return fail_at(S, here, offset, b"length", b"record value length is invalid")
+        vpos = pos
+        if vlen > 0:
+            pos += vlen
+        r = rd_varint(d, &pos, rend, 5, &hcount)
+        if r:
+            return varint_fail(S, r, here, offset, 1)
+        if hcount < 0 or hcount > rend - pos:
+            return fail_at(S, here, offset, b"length", b"record header count is invalid")
+        keep = (not x.control) and offset >= S.start_offset and offset < S.end_offset
+        with_h = keep and S.include_headers
+        j = 0
+        while j < hcount:
+            r = rd_varint(d, &pos, rend, 5, &hklen)
+            if r:
+                return varint_fail(S, r, here, offset, 1)
+            if hklen < 0 or hklen > rend - pos:
+                return fail_at(S, here, offset, b"length", b"header key length is invalid")
+            hk = pos
+            pos += hklen
+            r = rd_varint(d, &pos, rend, 5, &hvlen)
+            if r:
+                return varint_fail(S, r, here, offset, 1)
+            if hvlen < -1 or hvlen > rend - pos:
+                return fail_at(S, here, offset, b"length", b"header value length is invalid")
+            if with_h:
+                if (pushbytes(&c[C_HKDATA], d + hk, hklen)
+                        or push4(&c[C_HKOFF], <int32_t>c[C_HKDATA].n)):
+                    return ERR_NOMEM
+                if hvlen >= 0:
+                    if pushbytes(&c[C_HVDATA], d + pos, hvlen) or push1(&c[C_HVVALID], 1):
+                        return ERR_NOMEM
+                elif push1(&c[C_HVVALID], 0):
+                    return ERR_NOMEM
+                if push4(&c[C_HVOFF], <int32_t>c[C_HVDATA].n):
+                    return ERR_NOMEM
+            if hvlen > 0:
+                pos += hvlen
+            j += 1
+        if pos != rend:
+            return fail_at(S, here, offset, b"length",
+                           b"record length does not match its fields")
+        if x.log_append:
+            ts = x.max_ts
+        else:
+            ts = x.base_ts + tsd
+        if x.control:
+            if klen < 4:
+                return fail_at(S, here, offset, b"attributes", b"control record key is too short")
+            ctype = be16(d + kpos + 2)
+            if ctype > 127 or ctype < -128:
+                ctype = -1
+            if (push8(&c[C_COFF], offset) or push8(&c[C_CPID], x.producer_id)
+                    or push1(&c[C_CTYPE], <int8_t>ctype) or push8(&c[C_CTS], ts)):
+                return ERR_NOMEM
+        elif keep:
+            if with_h:
+                S.nh += hcount
+                if push4(&c[C_HOFF], <int32_t>S.nh) or push1(&c[C_HVALID], hcount > 0):
+                    return ERR_NOMEM
+            r = push_record(S, offset, ts, x.ts_type, d + kpos, klen, d + vpos, vlen,
+                            x.producer_id, x.txn, x.base_offset, rlen)
+            if r:
+                return r
+        bump_next(S, offset + 1)
+        i += 1
+    if pos != end:
+        return fail(S, pos if inplace else errpos, b"length",
+                    b"bytes remain after the batch's declared record count")
+    index[0] = i
+    rpos[0] = pos
+    return ST_DONE
+
+
+cdef inline void v2_ctx(const uint8_t* d, Py_ssize_t pos, Ctx* x) noexcept nogil:
+    cdef int attrs = be16(d + pos + 21)
+    x.base_offset = be64(d + pos)
+    x.ts_type = (attrs >> 3) & 1
+    x.log_append = x.ts_type
+    x.txn = (attrs >> 4) & 1
+    x.control = (attrs >> 5) & 1
+    x.base_ts = be64(d + pos + 27)
+    x.max_ts = be64(d + pos + 35)
+    x.producer_id = be64(d + pos + 43)
+    x.count = be32(d + pos + 57)
+    x.batch_pos = pos
+
+
+# One legacy message d[pos:pos+12+size] (uncompressed) appended with the given
+# offset; ``wrap`` is NULL at top level or the wrapper's context when inner.
+cdef int legacy_message(State* S, const uint8_t* d, Py_ssize_t pos, Py_ssize_t size,
+                        int64_t offset, Ctx* wrap, Py_ssize_t errpos) noexcept nogil:
+    cdef int magic = <int8_t>d[pos + 16]
+    cdef Py_ssize_t end = pos + 12 + size, kpos
+    cdef int64_t ts = -1, klen, vlen
+    cdef int32_t ts_type = -1
+    if magic == 1:
+        if size < 22:
+            return fail_at(S, errpos, offset, b"length", b"message smaller than a v1 header")
+        ts = be64(d + pos + 18)
+        ts_type = (d[pos + 17] >> 3) & 1
+        kpos = pos + 26
+    elif magic == 0:
+        if size < 14:
+            return fail_at(S, errpos, offset, b"length", b"message smaller than a v0 header")
+        kpos = pos + 18
+    else:
+        return fail_at(S, errpos, offset, b"magic", b"message magic is not 0 or 1")
+    if wrap != NULL:
+        if wrap.log_append:
+            ts = wrap.max_ts
+            ts_type = 1
+        elif wrap.ts_type == 0 and magic == 1:
+            ts_type = 0
+    klen = be32(d + kpos)
+    if klen < -1 or klen > end - kpos - 8:
+        return fail_at(S, errpos, offset, b"length", b"message key length is invalid")
+    kpos += 4
+    vlen = be32(d + kpos + (klen if klen > 0 else 0))
+    if vlen < -1 or kpos + (klen if klen > 0 else 0) + 4 + (vlen if vlen > 0 else 0) != end:
+        return fail_at(S, errpos, offset, b"length", b"message value length does not match its size")
+    if offset < S.start_offset or offset >= S.end_offset:
+        return 0
+    if S.include_headers:
+        if push4(&S.cols[C_HOFF], <int32_t>S.nh) or push1(&S.cols[C_HVALID], 0):
+            return ERR_NOMEM
+    return push_record(S, offset, ts, ts_type, d + kpos, klen,
+                       d + kpos + (klen if klen > 0 else 0) + 4, vlen, -1, 0, offset, size)
+
+
+# Walk top-level entries of d[pos[0]:end]; see the module docstring.
+cdef int scan(State* S, const uint8_t* d, Py_ssize_t end, Py_ssize_t* ppos,
+              Py_ssize_t* index, Py_ssize_t* rpos) noexcept nogil:
+    cdef Py_ssize_t pos = ppos[0], nxt
+    cdef int64_t size, base, last
+    cdef int magic, r, attrs
+    cdef Ctx x
+    while True:
+        ppos[0] = pos
+        if end - pos < 17:
+            return ST_DONE if end == pos else ST_PARTIAL
+        base = be64(d + pos)
+        size = be32(d + pos + 8)
+        if size < 14:
+            return fail_at(S, pos, base, b"length", b"batch size is smaller than the minimum record overhead (14)")
+        if size > end - pos - 12:
+            return ST_PARTIAL
+        nxt = pos + 12 + size
+        magic = <int8_t>d[pos + 16]
+        if magic == 2:
+            if size < 49:
+                return fail_at(S, pos, base, b"length", b"v2 batch smaller than its header")
+            attrs = be16(d + pos + 21)
+            last = base + be32(d + pos + 23)
+            if base >= S.end_offset:
+                return ST_PAST_END
+            if be32(d + pos + 57) < 0:
+                return fail_at(S, pos, base, b"length", b"negative record count")
+            if last < S.start_offset:
+                bump_next(S, last + 1)
+                pos = nxt
+                continue
+            if attrs & 7:
+                return ST_COMPRESSED
+            v2_ctx(d, pos, &x)
+            if index[0] == 0:
+                rpos[0] = pos + 61
+            r = v2_records(S, d, nxt, &x, index, rpos, pos, 1)
+            if r != ST_DONE:
+                return r
+            bump_next(S, last + 1)
+        elif magic == 0 or magic == 1:
+            if d[pos + 17] & 7:
+                if base < S.start_offset:
+                    bump_next(S, base + 1)
+                    pos = nxt
+                    continue
+                return ST_COMPRESSED
+            if base >= S.end_offset:
+                return ST_PAST_END
+            if base >= S.start_offset and full(S, size):
+                index[0] = 0
+                return ST_FULL
+            r = legacy_message(S, d, pos, size, base, NULL, pos)
+            if r:
+                return r
+            bump_next(S, base + 1)
+        else:
+            return fail_at(S, pos, base, b"magic", b"unknown magic byte (expected 0, 1 or 2)")
+        pos = nxt
+        index[0] = 0
+        rpos[0] = 0
+
+
+cdef class ColumnBuilder:
+    """Growable column buffers filled by :func:`columnar_scan`/:func:`columnar_payload`.
+
+    ``start_offset``/``end_offset`` (None = unbounded) select records;
+    ``max_records``/``max_bytes`` bound one chunk.  :meth:`take` returns the
+    columns as numpy arrays that own the memory, and starts a new chunk.
+    """
+    cdef State S
+
+    def __cinit__(self):
+        cdef int k
+        for k in range(NCOLS):
+            self.S.cols[k].p = NULL
+            self.S.cols[k].n = 0
+            self.S.cols[k].cap = 0
+
+    def __init__(self, include_headers=False, max_records=65536, max_bytes=64 << 20,
+                 start_offset=None, end_offset=None):
+        if max_records < 1 or max_bytes < 1:
+            raise ValueError("max_records and max_bytes must be at least 1")
+        if max_bytes > _C.MAX_CHUNK_BYTES:
+            raise ValueError(f"max_bytes must be below 2 GiB ({_C.MAX_CHUNK_BYTES}), Arrow's binary limit")
+        self.S.include_headers = 1 if include_headers else 0
+        self.S.max_records = min(max_records, I64_MAX)
+        self.S.max_bytes = max_bytes
+        self.S.start_offset = I64_MIN if start_offset is None else start_offset
+        self.S.end_offset = I64_MAX if end_offset is None else end_offset
+        self.S.has_next = 0
+        self.S.next_offset = 0
+        self._reset()
+
+    def __dealloc__(self):
+        cdef int k
+        for k in range(NCOLS):
+            free(self.S.cols[k].p)
+            self.S.cols[k].p = NULL
+
+    cdef _reset(self):
+        cdef int k
+        for k in range(NCOLS):
+            self.S.cols[k].n = 0
+        self.S.n = 0
+        self.S.nh = 0
+        self.S.data_bytes = 0
+        if (push4(&self.S.cols[C_KOFF], 0) or push4(&self.S.cols[C_VOFF], 0)
+                or push4(&self.S.cols[C_HOFF], 0) or push4(&self.S.cols[C_HKOFF], 0)
+                or push4(&self.S.cols[C_HVOFF], 0)):
+            raise MemoryError("cannot allocate column buffers")
+
+    def __len__(self):
+        return self.S.n
+
+    @property
+    def data_bytes(self):
+        """Record bytes (as framed on the wire) appended to this chunk."""
+        return self.S.data_bytes
+
+    @property
+    def next_offset(self):
+        """One past the last offset consumed (control and skipped batches included), or None."""
+        return self.S.next_offset if self.S.has_next else None
+
+    def take(self):
+        """Return this chunk's columns as ``{name: numpy array}`` and start an empty chunk.
+
+        Header columns are None unless the builder was made with headers.
+        """
+        cdef dict out = {}
+        cdef int k
+        cdef Buf* b
+        cdef cnp.npy_intp dims[1]
+        cdef cnp.ndarray arr
+        cdef char* q
+        for k in range(NCOLS):
+            name, dtype, group = _C.COLUMNS[k]
+            if group.startswith("hdr") and not self.S.include_headers:
+                out[name] = None
+                continue
+            b = &self.S.cols[k]
+            dt = np.dtype(dtype)
+            if b.n == 0:
+                out[name] = np.empty(0, dtype=dt)
+                continue
+            if b.cap > b.n + (b.n >> 3) + 64:
+                q = <char*>realloc(b.p, b.n)
+                if q != NULL:
+                    b.p = q
+                    b.cap = b.n
+            dims[0] = b.n // dt.itemsize
+            arr = cnp.PyArray_SimpleNewFromData(1, dims, dt.num, <void*>b.p)
+            cap = PyCapsule_New(<void*>b.p, NULL, _free_capsule)
+            cnp.set_array_base(arr, cap)
+            b.p = NULL
+            b.n = 0
+            b.cap = 0
+            out[name] = arr
+        self._reset()
+        return out
+
+
+cdef void _free_capsule(object cap) noexcept:
+    free(PyCapsule_GetPointer(cap, NULL))
+
+
+cdef raise_state(State* S, int r):
+    if r == ERR_NOMEM:
+        raise MemoryError("out of memory while building columns; lower max_records/max_bytes")
+    raise CorruptRecordError(
+        (<bytes>S.err_msg).decode(), position=S.err_pos,
+        offset=S.err_offset if S.has_err_offset else None,
+        reason=(<bytes>S.err_reason).decode())
+
+
+cdef Py_ssize_t check_range(Py_ssize_t n, Py_ssize_t pos, Py_ssize_t end) except -1:
+    if end < 0 or end > n or pos < 0 or pos > end:
+        raise ValueError(f"range [{pos}, {end}) is outside the buffer of {n} bytes")
+    return 0
+
+
+def columnar_scan(ColumnBuilder builder, buf, Py_ssize_t pos, Py_ssize_t end,
+                  Py_ssize_t rec_index=0, Py_ssize_t rec_pos=0):
+    """Decode top-level batches/messages of ``buf[pos:end]`` into ``builder``.
+
+    Returns ``(status, pos, rec_index, rec_pos)``: ``pos`` is the batch where
+    decoding stopped; after FULL, call again with the returned values to
+    resume inside that batch.  Raises CorruptRecordError (positions relative
+    to ``buf``).
+    """
+    cdef const uint8_t[::1] v = buf
+    cdef Py_ssize_t n = v.shape[0]
+    check_range(n, pos, end)
+    cdef const uint8_t* d = &v[0] if n else NULL
+    cdef Py_ssize_t p = pos, idx = rec_index, rp = rec_pos
+    cdef State* S = &builder.S
+    cdef int r
+    if n == 0:
+        return (ST_DONE, 0, 0, 0)
+    with nogil:
+        r = scan(S, d, end, &p, &idx, &rp)
+    if r < 0:
+        raise_state(S, r)
+    return (r, p, idx, rp)
+
+
+def columnar_payload_info(buf, Py_ssize_t pos):
+    """``(magic, codec, payload_start, payload_end, next_pos)`` of the compressed batch at ``pos``."""
+    cdef const uint8_t[::1] v = buf
+    cdef Py_ssize_t n = v.shape[0], size, kpos
+    cdef const uint8_t* d
+    cdef int magic
+    cdef int64_t klen, vlen
+    if pos < 0 or n - pos < 17:
+        raise ValueError(f"no batch header at position {pos}")
+    d = &v[0]
+    size = be32(d + pos + 8)
+    if size < 14 or size > n - pos - 12:
+        raise CorruptRecordError("batch size is invalid", position=pos, reason="length")
+    magic = <int8_t>d[pos + 16]
+    if magic == 2:
+        if size < 49:
+            raise CorruptRecordError("v2 batch smaller than its header", position=pos, reason="length")
+        return (2, be16(d + pos + 21) & 7, pos + 61, pos + 12 + size, pos + 12 + size)
+    if magic not in (0, 1):
+        raise CorruptRecordError("unknown magic byte", position=pos, reason="magic")
+    kpos = pos + (26 if magic == 1 else 18)
+    if size < (22 if magic == 1 else 14):
+        raise CorruptRecordError("message smaller than its header", position=pos, reason="length")
+    klen = be32(d + kpos)
+    if klen < -1 or klen > pos + 12 + size - kpos - 8:
+        raise CorruptRecordError("wrapper key length is invalid", position=pos, reason="length")
+    kpos += 4 + (klen if klen > 0 else 0)
+    vlen = be32(d + kpos)
+    if vlen < 0 or kpos + 4 + vlen != pos + 12 + size:
+        raise CorruptRecordError("wrapper value length does not match its size",
+                                 position=pos, reason="length")
+    return (magic, d[pos + 17] & 7, kpos + 4, kpos + 4 + vlen, pos + 12 + size)
+
+
+cdef int legacy_inner(State* S, const uint8_t* w, Py_ssize_t wpos, const uint8_t* d, Py_ssize_t n,
+                      Py_ssize_t* index, Py_ssize_t* rpos) noexcept nogil:
+    cdef Ctx x
+    cdef int wmagic = <int8_t>w[wpos + 16]
+    cdef int64_t woffset = be64(w + wpos), last_rel = 0, inner, size, absoff, delta = 0
+    cdef Py_ssize_t p = 0, i
+    cdef int r
+    x.ts_type = -1
+    x.log_append = 0
+    if wmagic == 1:
+        x.ts_type = (w[wpos + 17] >> 3) & 1
+        x.log_append = x.ts_type
+        x.max_ts = be64(w + wpos + 18)
+    # First pass: sizes, nesting, and the last inner offset (magic 1 offsets are relative to it).
+    while p < n:
+        if n - p < 17:
+            return fail_at(S, wpos, woffset, b"truncated", b"compressed message set ends inside a message")
+        size = be32(d + p + 8)
+        if size < 14 or size > n - p - 12:
+            return fail_at(S, wpos, woffset, b"length", b"inner message size is invalid")
+        if d[p + 17] & 7:
+            return fail_at(S, wpos, woffset, b"compression", b"compressed message nested inside another")
+        last_rel = be64(d + p)
+        p += 12 + size
+    if wmagic == 1:
+        delta = woffset - last_rel
+    p = rpos[0]
+    i = index[0]
+    while p < n:
+        size = be32(d + p + 8)
+        absoff = be64(d + p) + delta
+        if absoff >= S.start_offset and absoff < S.end_offset and full(S, size):
+            index[0] = i
+            rpos[0] = p
+            return ST_FULL
+        r = legacy_message(S, d, p, size, absoff, &x, wpos)
+        if r:
+            return r
+        bump_next(S, absoff + 1)
+        p += 12 + size
+        i += 1
+    bump_next(S, woffset + 1)
+    index[0] = i
+    rpos[0] = p
+    return ST_DONE
+
+
+def columnar_payload(ColumnBuilder builder, buf, Py_ssize_t pos, payload,
+                     Py_ssize_t rec_index=0, Py_ssize_t rec_pos=0):
+    """Decode the decompressed ``payload`` of the batch/wrapper at ``buf[pos]``.
+
+    Returns ``(status, rec_index, rec_pos)`` (DONE or FULL; resume with the
+    returned values and the same payload after FULL).  Errors name ``pos``.
+    """
+    cdef const uint8_t[::1] v = buf
+    cdef const uint8_t[::1] pv = payload
+    cdef Py_ssize_t n = v.shape[0], pn = pv.shape[0]
+    cdef const uint8_t* d
+    cdef const uint8_t* pd = &pv[0] if pn else <const uint8_t*>b""
+    cdef Py_ssize_t idx = rec_index, rp = rec_pos
+    cdef State* S = &builder.S
+    cdef Ctx x
+    cdef int r, magic
+    if pos < 0 or n - pos < 17:
+        raise ValueError(f"no batch header at position {pos}")
+    if rec_pos < 0 or rec_pos > pn:
+        raise ValueError("rec_pos is outside the payload")
+    d = &v[0]
+    magic = <int8_t>d[pos + 16]
+    if magic == 2:
+        if n - pos < 61:
+            raise ValueError(f"no v2 batch header at position {pos}")
+        v2_ctx(d, pos, &x)
+        with nogil:
+            r = v2_records(S, pd, pn, &x, &idx, &rp, pos, 0)
+            if r == ST_DONE:
+                bump_next(S, x.base_offset + be32(d + pos + 23) + 1)
+    elif magic == 0 or magic == 1:
+        if n - pos < 26:
+            raise ValueError(f"no message header at position {pos}")
+        with nogil:
+            r = legacy_inner(S, d, pos, pd, pn, &idx, &rp)
+    else:
+        raise CorruptRecordError("unknown magic byte", position=pos, reason="magic")
+    if r < 0:
+        raise_state(S, r)
+    return (r, idx, rp)

@@ -1,2 +1,480 @@
-"""Kernel module columnar (placeholder until implemented)."""
-__all__ = []
+"""Pure-Python twin of the columnar decode kernel (``kafkawire/_fast/columnar.pyx``).
+
+Same names, signatures and results; columns are grown in ``bytearray``\\ s and
+handed to numpy with ``np.frombuffer`` (no copy).
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from kafkawire import _columnar_common as _C
+from kafkawire.errors import CorruptRecordError
+
+__all__ = ["ColumnBuilder", "columnar_scan", "columnar_payload_info", "columnar_payload"]
+
+_Q = struct.Struct(">q")
+_I = struct.Struct(">i")
+_H = struct.Struct(">h")
+_q = struct.Struct("<q")
+_i = struct.Struct("<i")
+_V2 = struct.Struct(">qiibIhiqqqhii")
+
+(_OFFSET, _TS, _TSTYPE, _KOFF, _KDATA, _KVALID, _VOFF, _VDATA, _VVALID, _PID, _TXN, _BBASE,
+ _HOFF, _HVALID, _HKOFF, _HKDATA, _HVOFF, _HVDATA, _HVVALID, _COFF, _CPID, _CTYPE, _CTS) = range(23)
+
+
+class _Corrupt(Exception):
+    def __init__(self, pos: int, reason: str, msg: str, offset: Optional[int] = None) -> None:
+        super().__init__(msg)
+        self.args2 = (pos, reason, msg, offset)
+
+
+class ColumnBuilder:
+    """Growable column buffers filled by :func:`columnar_scan`/:func:`columnar_payload`."""
+
+    def __init__(self, include_headers: bool = False, max_records: int = 65536,
+                 max_bytes: int = 64 << 20, start_offset: Optional[int] = None,
+                 end_offset: Optional[int] = None) -> None:
+        if max_records < 1 or max_bytes < 1:
+            raise ValueError("max_records and max_bytes must be at least 1")
+        if max_bytes > _C.MAX_CHUNK_BYTES:
+            raise ValueError(f"max_bytes must be below 2 GiB ({_C.MAX_CHUNK_BYTES}), Arrow's binary limit")
+        self.include_headers = bool(include_headers)
+        self.max_records = max_records
+        self.max_bytes = max_bytes
+        self.start_offset = _C.INT64_MIN if start_offset is None else start_offset
+        self.end_offset = _C.INT64_MAX if end_offset is None else end_offset
+        self._next: Optional[int] = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self.cols = [bytearray() for _ in _C.COLUMNS]
+        for k in (_KOFF, _VOFF, _HOFF, _HKOFF, _HVOFF):
+            self.cols[k] += b"\0\0\0\0"
+        self.n = 0
+        self.nh = 0
+        self._data_bytes = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def data_bytes(self) -> int:
+        """Record bytes (as framed on the wire) appended to this chunk."""
+        return self._data_bytes
+
+    @property
+    def next_offset(self) -> Optional[int]:
+        """One past the last offset consumed (control and skipped batches included), or None."""
+        return self._next
+
+    def take(self) -> Dict[str, Optional[np.ndarray]]:
+        """Return this chunk's columns as ``{name: numpy array}`` and start an empty chunk."""
+        out: Dict[str, Optional[np.ndarray]] = {}
+        for k, (name, dtype, group) in enumerate(_C.COLUMNS):
+            if group.startswith("hdr") and not self.include_headers:
+                out[name] = None
+            else:
+                out[name] = np.frombuffer(self.cols[k], dtype=dtype) if self.cols[k] else \
+                    np.empty(0, dtype=dtype)
+        self._reset()
+        return out
+
+    # -- helpers used by the decode functions --
+    def _bump(self, nxt: int) -> None:
+        nxt &= (1 << 64) - 1
+        if nxt >= 1 << 63:
+            nxt -= 1 << 64
+        if self._next is None or nxt > self._next:
+            self._next = nxt
+
+    def _full(self, size: int) -> bool:
+        return self.n >= self.max_records or (self.n > 0 and self._data_bytes + size > self.max_bytes)
+
+    def _push(self, offset: int, ts: int, ts_type: int, key: Optional[bytes], value: Optional[bytes],
+              pid: int, txn: int, base: int, size: int) -> None:
+        c = self.cols
+        c[_OFFSET] += _q.pack(offset)
+        c[_TS] += _q.pack(ts)
+        c[_TSTYPE] += _i.pack(ts_type)
+        if key is not None:
+            c[_KDATA] += key
+        c[_KVALID].append(key is not None)
+        c[_KOFF] += _i.pack(len(c[_KDATA]))
+        if value is not None:
+            c[_VDATA] += value
+        c[_VVALID].append(value is not None)
+        c[_VOFF] += _i.pack(len(c[_VDATA]))
+        c[_PID] += _q.pack(pid)
+        c[_TXN].append(txn)
+        c[_BBASE] += _q.pack(base)
+        self.n += 1
+        self._data_bytes += size
+
+
+def _varint(d: Any, pos: int, end: int, maxb: int) -> Tuple[int, int]:
+    v = 0
+    shift = 0
+    i = 0
+    while True:
+        if pos >= end:
+            raise _Corrupt(pos, "truncated", "record truncated inside a varint")
+        if i >= maxb:
+            raise _Corrupt(pos, "varint", "varint longer than its maximum size")
+        b = d[pos]
+        pos += 1
+        i += 1
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    if maxb == 5:
+        v &= 0xFFFFFFFF
+        r = (v >> 1) ^ -(v & 1)
+        r &= 0xFFFFFFFF
+        if r >= 1 << 31:
+            r -= 1 << 32
+        return r, pos
+    v &= (1 << 64) - 1
+    r = (v >> 1) ^ -(v & 1)
+    return r, pos
+
+
+class _Ctx:
+    __slots__ = ("base_offset", "base_ts", "max_ts", "ts_type", "log_append", "producer_id",
+                 "txn", "control", "count", "last_offset")
+
+
+def _v2_ctx(d: Any, pos: int) -> _Ctx:
+    (base, _len, _ple, _magic, _crc, attrs, last_delta, base_ts, max_ts, pid, _epoch, _seq,
+     count) = _V2.unpack_from(d, pos)
+    x = _Ctx()
+    x.base_offset = base
+    x.ts_type = (attrs >> 3) & 1
+    x.log_append = x.ts_type
+    x.txn = (attrs >> 4) & 1
+    x.control = (attrs >> 5) & 1
+    x.base_ts = base_ts
+    x.max_ts = max_ts
+    x.producer_id = pid
+    x.count = count
+    x.last_offset = _wrap64(base + last_delta)
+    return x
+
+
+def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: int,
+                errpos: int, inplace: bool) -> Tuple[int, int, int]:
+    i = index
+    c = B.cols
+    while i < x.count:
+        rstart = pos
+        here = pos if inplace else errpos
+        off: Optional[int] = None
+        try:
+            rlen, pos = _varint(d, pos, end, 5)
+            if rlen < 0 or rlen > end - pos:
+                raise _Corrupt(here, "length" if rlen < 0 else "truncated",
+                               "record length is negative or runs past its batch")
+            rend = pos + rlen
+            if not x.control and B._full(rlen):
+                return _C.FULL, i, rstart
+            if rend - pos < 1:
+                raise _Corrupt(here, "truncated", "record too short for its attributes")
+            pos += 1
+            tsd, pos = _varint(d, pos, rend, 10)
+            offd, pos = _varint(d, pos, rend, 5)
+            off = _wrap64(x.base_offset + offd)
+            klen, pos = _varint(d, pos, rend, 5)
+            if klen < -1 or klen > rend - pos:
+                raise _Corrupt(here, "length", "record key length is invalid", off)
+            kpos = pos
+            if klen > 0:
+                pos += klen
+            vlen, pos = _varint(d, pos, rend, 5)
+            if vlen < -1 or vlen > rend - pos:
+                raise _Corrupt(here, "length", "record value length is invalid", off)
+            vpos = pos
+            if vlen > 0:
+                pos += vlen
+            hcount, pos = _varint(d, pos, rend, 5)
+            if hcount < 0 or hcount > rend - pos:
+                raise _Corrupt(here, "length", "record header count is invalid", off)
+            keep = (not x.control) and B.start_offset <= off < B.end_offset
+            with_h = keep and B.include_headers
+            for _ in range(hcount):
+                hklen, pos = _varint(d, pos, rend, 5)
+                if hklen < 0 or hklen > rend - pos:
+                    raise _Corrupt(here, "length", "header key length is invalid", off)
+                hk = pos
+                pos += hklen
+                hvlen, pos = _varint(d, pos, rend, 5)
+                if hvlen < -1 or hvlen > rend - pos:
+                    raise _Corrupt(here, "length", "header value length is invalid", off)
+                if with_h:
+                    c[_HKDATA] += d[hk:hk + hklen]
+                    c[_HKOFF] += _i.pack(len(c[_HKDATA]))
+                    if hvlen >= 0:
+                        c[_HVDATA] += d[pos:pos + hvlen]
+                    c[_HVVALID].append(hvlen >= 0)
+                    c[_HVOFF] += _i.pack(len(c[_HVDATA]))
+                if hvlen > 0:
+                    pos += hvlen
+            if pos != rend:
+                raise _Corrupt(here, "length", "record length does not match its fields", off)
+        except _Corrupt as exc:
+            p, reason, msg, o = exc.args2
+            raise _Corrupt(p, reason, msg, o if o is not None else off) from None
+        ts = x.max_ts if x.log_append else _wrap64(x.base_ts + tsd)
+        if x.control:
+            if klen < 4:
+                raise _Corrupt(here, "attributes", "control record key is too short", off)
+            ctype = _H.unpack_from(d, kpos + 2)[0]
+            if not -128 <= ctype <= 127:
+                ctype = -1
+            c[_COFF] += _q.pack(off)
+            c[_CPID] += _q.pack(x.producer_id)
+            c[_CTYPE] += struct.pack("<b", ctype)
+            c[_CTS] += _q.pack(ts)
+        elif keep:
+            if with_h:
+                B.nh += hcount
+                c[_HOFF] += _i.pack(B.nh)
+                c[_HVALID].append(hcount > 0)
+            B._push(off, ts, x.ts_type, bytes(d[kpos:kpos + klen]) if klen >= 0 else None,
+                    bytes(d[vpos:vpos + vlen]) if vlen >= 0 else None,
+                    x.producer_id, x.txn, x.base_offset, rlen)
+        B._bump(off + 1)
+        i += 1
+    if pos != end:
+        raise _Corrupt(pos if inplace else errpos, "length",
+                       "bytes remain after the batch's declared record count")
+    return _C.DONE, i, pos
+
+
+def _wrap64(v: int) -> int:
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _legacy_message(B: ColumnBuilder, d: Any, pos: int, size: int, offset: int,
+                    wrap: Optional[_Ctx], errpos: int) -> None:
+    magic = struct.unpack_from(">b", d, pos + 16)[0]
+    end = pos + 12 + size
+    ts, ts_type = -1, -1
+    if magic == 1:
+        if size < 22:
+            raise _Corrupt(errpos, "length", "message smaller than a v1 header", offset)
+        ts = _Q.unpack_from(d, pos + 18)[0]
+        ts_type = (d[pos + 17] >> 3) & 1
+        kpos = pos + 26
+    elif magic == 0:
+        if size < 14:
+            raise _Corrupt(errpos, "length", "message smaller than a v0 header", offset)
+        kpos = pos + 18
+    else:
+        raise _Corrupt(errpos, "magic", "message magic is not 0 or 1", offset)
+    if wrap is not None:
+        if wrap.log_append:
+            ts = wrap.max_ts
+            ts_type = 1
+        elif wrap.ts_type == 0 and magic == 1:
+            ts_type = 0
+    klen = _I.unpack_from(d, kpos)[0]
+    if klen < -1 or klen > end - kpos - 8:
+        raise _Corrupt(errpos, "length", "message key length is invalid", offset)
+    kpos += 4
+    vstart = kpos + max(klen, 0)
+    vlen = _I.unpack_from(d, vstart)[0]
+    if vlen < -1 or vstart + 4 + max(vlen, 0) != end:
+        raise _Corrupt(errpos, "length", "message value length does not match its size", offset)
+    if not B.start_offset <= offset < B.end_offset:
+        return
+    if B.include_headers:
+        B.cols[_HOFF] += _i.pack(B.nh)
+        B.cols[_HVALID].append(0)
+    B._push(offset, ts, ts_type, bytes(d[kpos:kpos + klen]) if klen >= 0 else None,
+            bytes(d[vstart + 4:vstart + 4 + vlen]) if vlen >= 0 else None, -1, 0, offset, size)
+
+
+def _scan(B: ColumnBuilder, d: Any, pos: int, end: int, index: int, rpos: int) -> Tuple[int, int, int, int]:
+    while True:
+        if end - pos < 17:
+            return (_C.DONE if end == pos else _C.PARTIAL), pos, index, rpos
+        base = _Q.unpack_from(d, pos)[0]
+        size = _I.unpack_from(d, pos + 8)[0]
+        if size < 14:
+            raise _Corrupt(pos, "length", "batch size is smaller than the minimum record overhead (14)", base)
+        if size > end - pos - 12:
+            return _C.PARTIAL, pos, index, rpos
+        nxt = pos + 12 + size
+        magic = struct.unpack_from(">b", d, pos + 16)[0]
+        if magic == 2:
+            if size < 49:
+                raise _Corrupt(pos, "length", "v2 batch smaller than its header", base)
+            x = _v2_ctx(d, pos)
+            if base >= B.end_offset:
+                return _C.PAST_END, pos, index, rpos
+            if x.count < 0:
+                raise _Corrupt(pos, "length", "negative record count", base)
+            if x.last_offset < B.start_offset:
+                B._bump(x.last_offset + 1)
+                pos = nxt
+                continue
+            if _H.unpack_from(d, pos + 21)[0] & 7:
+                return _C.COMPRESSED, pos, index, rpos
+            if index == 0:
+                rpos = pos + 61
+            status, index, rpos = _v2_records(B, d, nxt, x, index, rpos, pos, True)
+            if status != _C.DONE:
+                return status, pos, index, rpos
+            B._bump(x.last_offset + 1)
+        elif magic in (0, 1):
+            if d[pos + 17] & 7:
+                if base < B.start_offset:
+                    B._bump(base + 1)
+                    pos = nxt
+                    continue
+                return _C.COMPRESSED, pos, index, rpos
+            if base >= B.end_offset:
+                return _C.PAST_END, pos, index, rpos
+            if base >= B.start_offset and B._full(size):
+                return _C.FULL, pos, 0, rpos
+            _legacy_message(B, d, pos, size, base, None, pos)
+            B._bump(base + 1)
+        else:
+            raise _Corrupt(pos, "magic", "unknown magic byte (expected 0, 1 or 2)", base)
+        pos = nxt
+        index = 0
+        rpos = 0
+
+
+def _raise(exc: _Corrupt) -> None:
+    pos, reason, msg, offset = exc.args2
+    raise CorruptRecordError(msg, position=pos, offset=offset, reason=reason) from None
+
+
+def _view(buf: Any) -> memoryview:
+    v = memoryview(buf)
+    return v if v.format == "B" else v.cast("B")
+
+
+def columnar_scan(builder: ColumnBuilder, buf: Any, pos: int, end: int,
+                  rec_index: int = 0, rec_pos: int = 0) -> Tuple[int, int, int, int]:
+    """Decode top-level batches/messages of ``buf[pos:end]`` into ``builder``.
+
+    Returns ``(status, pos, rec_index, rec_pos)``; see the fast twin.
+    """
+    d = _view(buf)
+    n = len(d)
+    if end < 0 or end > n or pos < 0 or pos > end:
+        raise ValueError(f"range [{pos}, {end}) is outside the buffer of {n} bytes")
+    if n == 0:
+        return (_C.DONE, 0, 0, 0)
+    try:
+        return _scan(builder, d, pos, end, rec_index, rec_pos)
+    except _Corrupt as exc:
+        _raise(exc)
+        raise
+
+
+def columnar_payload_info(buf: Any, pos: int) -> Tuple[int, int, int, int, int]:
+    """``(magic, codec, payload_start, payload_end, next_pos)`` of the compressed batch at ``pos``."""
+    d = _view(buf)
+    n = len(d)
+    if pos < 0 or n - pos < 17:
+        raise ValueError(f"no batch header at position {pos}")
+    size = _I.unpack_from(d, pos + 8)[0]
+    if size < 14 or size > n - pos - 12:
+        raise CorruptRecordError("batch size is invalid", position=pos, reason="length")
+    magic = struct.unpack_from(">b", d, pos + 16)[0]
+    if magic == 2:
+        if size < 49:
+            raise CorruptRecordError("v2 batch smaller than its header", position=pos, reason="length")
+        return (2, _H.unpack_from(d, pos + 21)[0] & 7, pos + 61, pos + 12 + size, pos + 12 + size)
+    if magic not in (0, 1):
+        raise CorruptRecordError("unknown magic byte", position=pos, reason="magic")
+    if size < (22 if magic == 1 else 14):
+        raise CorruptRecordError("message smaller than its header", position=pos, reason="length")
+    kpos = pos + (26 if magic == 1 else 18)
+    klen = _I.unpack_from(d, kpos)[0]
+    if klen < -1 or klen > pos + 12 + size - kpos - 8:
+        raise CorruptRecordError("wrapper key length is invalid", position=pos, reason="length")
+    kpos += 4 + max(klen, 0)
+    vlen = _I.unpack_from(d, kpos)[0]
+    if vlen < 0 or kpos + 4 + vlen != pos + 12 + size:
+        raise CorruptRecordError("wrapper value length does not match its size",
+                                 position=pos, reason="length")
+    return (magic, d[pos + 17] & 7, kpos + 4, kpos + 4 + vlen, pos + 12 + size)
+
+
+def _legacy_inner(B: ColumnBuilder, w: Any, wpos: int, d: Any, index: int, rpos: int) -> Tuple[int, int, int]:
+    n = len(d)
+    wmagic = struct.unpack_from(">b", w, wpos + 16)[0]
+    woffset = _Q.unpack_from(w, wpos)[0]
+    x = _Ctx()
+    x.ts_type = -1
+    x.log_append = 0
+    if wmagic == 1:
+        x.ts_type = (w[wpos + 17] >> 3) & 1
+        x.log_append = x.ts_type
+        x.max_ts = _Q.unpack_from(w, wpos + 18)[0]
+    p = 0
+    last_rel = 0
+    while p < n:
+        if n - p < 17:
+            raise _Corrupt(wpos, "truncated", "compressed message set ends inside a message", woffset)
+        size = _I.unpack_from(d, p + 8)[0]
+        if size < 14 or size > n - p - 12:
+            raise _Corrupt(wpos, "length", "inner message size is invalid", woffset)
+        if d[p + 17] & 7:
+            raise _Corrupt(wpos, "compression", "compressed message nested inside another", woffset)
+        last_rel = _Q.unpack_from(d, p)[0]
+        p += 12 + size
+    delta = woffset - last_rel if wmagic == 1 else 0
+    p, i = rpos, index
+    while p < n:
+        size = _I.unpack_from(d, p + 8)[0]
+        absoff = _wrap64(_Q.unpack_from(d, p)[0] + delta)
+        if B.start_offset <= absoff < B.end_offset and B._full(size):
+            return _C.FULL, i, p
+        _legacy_message(B, d, p, size, absoff, x, wpos)
+        B._bump(absoff + 1)
+        p += 12 + size
+        i += 1
+    B._bump(woffset + 1)
+    return _C.DONE, i, p
+
+
+def columnar_payload(builder: ColumnBuilder, buf: Any, pos: int, payload: Any,
+                     rec_index: int = 0, rec_pos: int = 0) -> Tuple[int, int, int]:
+    """Decode the decompressed ``payload`` of the batch/wrapper at ``buf[pos]``.
+
+    Returns ``(status, rec_index, rec_pos)``; see the fast twin.
+    """
+    d = _view(buf)
+    pd = _view(payload)
+    n = len(d)
+    if pos < 0 or n - pos < 17:
+        raise ValueError(f"no batch header at position {pos}")
+    if rec_pos < 0 or rec_pos > len(pd):
+        raise ValueError("rec_pos is outside the payload")
+    magic = struct.unpack_from(">b", d, pos + 16)[0]
+    try:
+        if magic == 2:
+            if n - pos < 61:
+                raise ValueError(f"no v2 batch header at position {pos}")
+            x = _v2_ctx(d, pos)
+            status, i, p = _v2_records(builder, pd, len(pd), x, rec_index, rec_pos, pos, False)
+            if status == _C.DONE:
+                builder._bump(x.last_offset + 1)
+            return status, i, p
+        if magic in (0, 1):
+            if n - pos < 26:
+                raise ValueError(f"no message header at position {pos}")
+            return _legacy_inner(builder, d, pos, pd, rec_index, rec_pos)
+    except _Corrupt as exc:
+        _raise(exc)
+    raise CorruptRecordError("unknown magic byte", position=pos, reason="magic")

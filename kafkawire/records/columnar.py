@@ -91,4 +91,432 @@ this module only loops over chunks and hands compressed payloads to
 from __future__ import annotations
 
 __all__ = ["ColumnChunk", "ColumnChunkIterator", "iter_column_chunks", "decode_columns",
-           "to_arrow"]
+           "to_arrow", "arrow_schema"]
+
+import zlib
+from typing import Any, Dict, Iterator, Optional
+
+import numpy as np
+
+from kafkawire import _columnar_common as _C
+from kafkawire import _kernels as K
+from kafkawire.errors import CorruptRecordError, KafkaWireError
+
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+class ColumnChunk:
+    """Decoded records of one chunk as numpy columns (see the module docstring)."""
+
+    __slots__ = _C.COLUMN_NAMES + ("start_position", "end_position", "next_offset", "has_headers")
+
+    def __init__(self, columns: Dict[str, Optional[np.ndarray]], *, start_position: int = 0,
+                 end_position: int = 0, next_offset: Optional[int] = None) -> None:
+        for name in _C.COLUMN_NAMES:
+            setattr(self, name, columns[name])
+        self.has_headers = columns["header_offsets"] is not None
+        self.start_position = start_position
+        self.end_position = end_position
+        self.next_offset = next_offset
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def __repr__(self) -> str:
+        first = int(self.offset[0]) if len(self) else None
+        last = int(self.offset[-1]) if len(self) else None
+        return (f"<ColumnChunk {len(self)} records, offsets {first}..{last}, "
+                f"positions {self.start_position}..{self.end_position}>")
+
+    @classmethod
+    def empty(cls, include_headers: bool = False, position: int = 0,
+              next_offset: Optional[int] = None) -> "ColumnChunk":
+        """A chunk with no records."""
+        cols: Dict[str, Optional[np.ndarray]] = {}
+        for name, dtype, group in _C.COLUMNS:
+            if group.startswith("hdr") and not include_headers:
+                cols[name] = None
+            else:
+                size = 1 if name in _C.OFFSET_COLUMNS else 0
+                cols[name] = np.zeros(size, dtype=dtype)
+        return cls(cols, start_position=position, end_position=position, next_offset=next_offset)
+
+    def with_end(self, end_position: int) -> "ColumnChunk":
+        self.end_position = end_position
+        return self
+
+    def to_numpy(self) -> Dict[str, Optional[np.ndarray]]:
+        """Every column by name (header columns None unless decoded with headers)."""
+        return {name: getattr(self, name) for name in _C.COLUMN_NAMES}
+
+    def keys(self) -> list:
+        """Keys as a list of ``bytes | None`` (convenience; creates objects)."""
+        return _binary_list(self.key_offsets, self.key_data, self.key_valid)
+
+    def values(self) -> list:
+        """Values as a list of ``bytes | None`` (convenience; creates objects)."""
+        return _binary_list(self.value_offsets, self.value_data, self.value_valid)
+
+    def headers(self) -> list:
+        """Per record a list of ``(str, bytes | None)`` (empty when absent); convenience."""
+        if not self.has_headers:
+            raise ValueError("this chunk was decoded without headers; pass include_headers=True")
+        hk = [bytes(k).decode("utf-8", "replace") for k in
+              _binary_list(self.header_key_offsets, self.header_key_data, None)]
+        hv = _binary_list(self.header_value_offsets, self.header_value_data, self.header_value_valid)
+        ho = self.header_offsets.tolist()
+        return [list(zip(hk[ho[i]:ho[i + 1]], hv[ho[i]:ho[i + 1]])) for i in range(len(self))]
+
+    def filter(self, mask: Any) -> "ColumnChunk":
+        """A new chunk with the rows where the boolean ``mask`` is true (copies)."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (len(self),):
+            raise ValueError(f"mask must be a bool array of length {len(self)}, got shape {mask.shape}")
+        cols: Dict[str, Optional[np.ndarray]] = {}
+        for name, _dtype, group in _C.COLUMNS:
+            arr = getattr(self, name)
+            if group == "rec" or group == "hdr-rec":
+                cols[name] = None if arr is None else arr[mask]
+            elif group == "ctl":
+                cols[name] = arr
+        cols["key_offsets"], cols["key_data"] = _take_binary(self.key_offsets, self.key_data, mask)
+        cols["value_offsets"], cols["value_data"] = _take_binary(self.value_offsets, self.value_data, mask)
+        if self.has_headers:
+            ho = self.header_offsets.astype(np.int64)
+            counts = np.diff(ho)
+            hmask = np.repeat(mask, counts)
+            cols["header_offsets"] = _offsets_from_lengths(counts[mask])
+            cols["header_key_offsets"], cols["header_key_data"] = _take_binary(
+                self.header_key_offsets, self.header_key_data, hmask)
+            cols["header_value_offsets"], cols["header_value_data"] = _take_binary(
+                self.header_value_offsets, self.header_value_data, hmask)
+            cols["header_value_valid"] = self.header_value_valid[hmask]
+        else:
+            for name in _C.HEADER_COLUMNS:
+                cols[name] = None
+        return ColumnChunk(cols, start_position=self.start_position,
+                           end_position=self.end_position, next_offset=self.next_offset)
+
+    def to_arrow(self, include_headers: Optional[bool] = None, topic: Optional[str] = None,
+                 partition: Optional[int] = None) -> "Any":
+        """A ``pyarrow.RecordBatch`` sharing this chunk's buffers (Spark's Kafka schema).
+
+        ``topic``/``partition`` add those constant columns (both or neither);
+        ``include_headers`` defaults to whether the chunk has headers.
+        """
+        import pyarrow as pa
+
+        if (topic is None) != (partition is None):
+            raise ValueError("give both topic and partition, or neither")
+        if include_headers is None:
+            include_headers = self.has_headers
+        if include_headers and not self.has_headers:
+            raise ValueError("this chunk was decoded without headers; decode with include_headers=True")
+        n = len(self)
+        arrays = [
+            _arrow_binary(pa, pa.binary(), n, self.key_offsets, self.key_data, self.key_valid),
+            _arrow_binary(pa, pa.binary(), n, self.value_offsets, self.value_data, self.value_valid),
+        ]
+        if topic is not None:
+            arrays.append(_constant_string(pa, topic, n))
+            arrays.append(pa.Array.from_buffers(
+                pa.int32(), n, [None, pa.py_buffer(np.full(n, partition, dtype=np.int32))]))
+        arrays.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]))
+        arrays.append(pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n,
+                                            [None, pa.py_buffer(self.timestamp * 1000)]))
+        arrays.append(pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.timestamp_type)]))
+        if include_headers:
+            arrays.append(self._arrow_headers(pa))
+        return pa.RecordBatch.from_arrays(
+            arrays, schema=arrow_schema(include_headers=include_headers,
+                                        with_topic=topic is not None))
+
+    def _arrow_headers(self, pa: Any) -> Any:
+        h = len(self.header_value_valid)
+        keys = _arrow_binary(pa, pa.string(), h, self.header_key_offsets, self.header_key_data, None)
+        values = _arrow_binary(pa, pa.binary(), h, self.header_value_offsets, self.header_value_data,
+                               self.header_value_valid)
+        struct_type = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        structs = pa.Array.from_buffers(struct_type, h, [None], children=[keys, values])
+        n = len(self)
+        validity, nulls = _validity(pa, self.header_valid, n)
+        return pa.Array.from_buffers(_headers_type(pa), n, [validity, pa.py_buffer(self.header_offsets)],
+                                     null_count=nulls, children=[structs])
+
+
+def _headers_type(pa: Any) -> Any:
+    struct_type = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+    return pa.list_(pa.field("element", struct_type))
+
+
+def arrow_schema(include_headers: bool = False, with_topic: bool = True) -> "Any":
+    """The Arrow schema of :meth:`ColumnChunk.to_arrow`: Spark's Kafka source schema.
+
+    Equal to ``pyspark``'s ``to_arrow_schema(kafka schema, timezone="UTC")``:
+    every field nullable, ``binary`` (not ``large_binary``), ``timestamp[us, UTC]``,
+    headers as ``list<element: struct<key: string, value: binary>>``.
+    """
+    import pyarrow as pa
+
+    fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
+    if with_topic:
+        fields += [pa.field("topic", pa.string()), pa.field("partition", pa.int32())]
+    fields += [pa.field("offset", pa.int64()), pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+               pa.field("timestampType", pa.int32())]
+    if include_headers:
+        fields.append(pa.field("headers", _headers_type(pa)))
+    return pa.schema(fields)
+
+
+def _validity(pa: Any, valid: Optional[np.ndarray], n: int):
+    if valid is None:
+        return None, 0
+    nulls = n - int(np.count_nonzero(valid))
+    if nulls == 0:
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), nulls
+
+
+def _arrow_binary(pa: Any, typ: Any, n: int, offsets: np.ndarray, data: np.ndarray,
+                  valid: Optional[np.ndarray]) -> Any:
+    validity, nulls = _validity(pa, valid, n)
+    return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
+def _constant_string(pa: Any, text: str, n: int) -> Any:
+    raw = text.encode("utf-8")
+    if len(raw) * n > _C.MAX_CHUNK_BYTES:
+        raise ValueError("topic column would exceed Arrow's 2 GiB string limit; use smaller chunks")
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(raw))
+    data = np.frombuffer(raw * n, dtype=np.uint8) if n and raw else np.zeros(0, np.uint8)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _offsets_from_lengths(lengths: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out[1:])
+    if out[-1] > _C.MAX_CHUNK_BYTES:
+        raise ValueError("column exceeds Arrow's 2 GiB binary limit")
+    return out.astype(np.int32)
+
+
+def _take_binary(offsets: np.ndarray, data: np.ndarray, mask: np.ndarray):
+    starts = offsets[:-1].astype(np.int64)[mask]
+    ends = offsets[1:].astype(np.int64)[mask]
+    lengths = ends - starts
+    new_offsets = _offsets_from_lengths(lengths)
+    if len(starts) == 0 or new_offsets[-1] == 0:
+        return new_offsets, np.zeros(0, dtype=np.uint8)
+    # Byte index of every kept byte: its run's start plus its position in the run.
+    run_of_byte = np.repeat(np.arange(len(starts)), lengths)
+    idx = starts[run_of_byte] + (np.arange(int(new_offsets[-1])) - new_offsets[:-1][run_of_byte])
+    return new_offsets, data[idx]
+
+
+def _binary_list(offsets: np.ndarray, data: np.ndarray, valid: Optional[np.ndarray]) -> list:
+    raw = data.tobytes()
+    o = offsets.tolist()
+    if valid is None:
+        return [raw[o[i]:o[i + 1]] for i in range(len(o) - 1)]
+    v = valid.tolist()
+    return [raw[o[i]:o[i + 1]] if v[i] else None for i in range(len(o) - 1)]
+
+
+def _decompress(codec: int, payload: Any, magic: int, max_size: Optional[int]) -> bytes:
+    try:
+        from kafkawire import compression
+    except ImportError:
+        compression = None
+    if compression is not None and hasattr(compression, "decompress"):
+        return compression.decompress(codec, payload, magic=magic, max_size=max_size)
+    return _fallback_decompress(codec, bytes(payload), max_size)
+
+
+def _fallback_decompress(codec: int, data: bytes, max_size: Optional[int]) -> bytes:
+    # Used only while kafkawire.compression is not importable (parallel development).
+    if codec == 1:
+        out = zlib.decompress(data, 47)
+    elif codec == 2:
+        import snappy
+        if data[:8] == b"\x82SNAPPY\x00":
+            parts, p = [], 16
+            while p < len(data):
+                size = int.from_bytes(data[p:p + 4], "big")
+                parts.append(snappy.decompress(data[p + 4:p + 4 + size]))
+                p += 4 + size
+            out = b"".join(parts)
+        else:
+            out = snappy.decompress(data)
+    elif codec == 3:
+        import lz4.frame
+        out = lz4.frame.decompress(data)
+    elif codec == 4:
+        import zstandard
+        out = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    else:
+        from kafkawire.errors import UnsupportedCodecError
+        raise UnsupportedCodecError(f"unknown compression codec id {codec}")
+    if max_size is not None and len(out) > max_size:
+        from kafkawire.errors import RecordTooLargeError
+        raise RecordTooLargeError(f"batch inflates past {max_size} bytes", reason="too_large")
+    return out
+
+
+def _as_bytes_view(data: Any) -> memoryview:
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    if view.ndim != 1 or not view.c_contiguous:
+        raise ValueError("data must be a contiguous one-dimensional bytes-like buffer")
+    if view.format != "B":
+        view = view.cast("B")
+    return view
+
+
+class ColumnChunkIterator:
+    """Iterates :class:`ColumnChunk`\\ s; see :func:`iter_column_chunks`.
+
+    ``partial_tail``, ``stop_position`` and ``next_offset`` are set as decoding
+    proceeds (absolute positions, i.e. including ``base_position``).
+    """
+
+    def __init__(self, data: Any, *, start: int = 0, end: Optional[int] = None,
+                 base_position: int = 0, max_records: int = 65536, max_bytes: int = 64 << 20,
+                 start_offset: Optional[int] = None, end_offset: Optional[int] = None,
+                 include_headers: bool = False, max_decompressed_size: Optional[int] = None) -> None:
+        self._view = _as_bytes_view(data)
+        n = len(self._view)
+        self._end = n if end is None else end
+        if not 0 <= start <= self._end <= n:
+            raise ValueError(f"start={start}, end={end} is not a range inside the {n}-byte buffer")
+        self._start = start
+        self._base = base_position
+        self._include_headers = bool(include_headers)
+        self._max_decompressed = max_decompressed_size
+        self._builder = K.ColumnBuilder(self._include_headers, max_records,
+                                        min(max_bytes, _C.MAX_CHUNK_BYTES),
+                                        start_offset, end_offset)
+        self.partial_tail: Optional[int] = None
+        self.stop_position: Optional[int] = None
+        self.next_offset: Optional[int] = None
+        self._gen = self._run()
+
+    def __iter__(self) -> "ColumnChunkIterator":
+        return self
+
+    def __next__(self) -> ColumnChunk:
+        return next(self._gen)
+
+    def _chunk(self, start: int, end: int) -> ColumnChunk:
+        b = self._builder
+        self.next_offset = b.next_offset
+        return ColumnChunk(b.take(), start_position=self._base + start,
+                           end_position=self._base + end, next_offset=b.next_offset)
+
+    def _relocated(self, exc: KafkaWireError, pos: int) -> KafkaWireError:
+        if isinstance(exc, CorruptRecordError):
+            if exc.position is None or exc.reason in ("too_large", "compression"):
+                return type(exc)(exc.message, position=self._base + pos, offset=exc.offset,
+                                 reason=exc.reason, path=exc.path)
+            return exc.at(position_delta=self._base)
+        return exc
+
+    def _run(self) -> Iterator[ColumnChunk]:
+        view, b, base = self._view, self._builder, self._base
+        pos, end = self._start, self._end
+        chunk_start = pos
+        ri = rp = 0
+        while True:
+            try:
+                status, pos, ri, rp = K.columnar_scan(b, view, pos, end, ri, rp)
+            except KafkaWireError as exc:
+                raise self._relocated(exc, pos) from None
+            if status == _C.FULL:
+                yield self._chunk(chunk_start, pos)
+                chunk_start = pos
+                continue
+            if status == _C.COMPRESSED:
+                nxt, payload = self._inflate(pos)
+                pri = prp = 0
+                while True:
+                    try:
+                        status, pri, prp = K.columnar_payload(b, view, pos, payload, pri, prp)
+                    except KafkaWireError as exc:
+                        raise self._relocated(exc, pos) from None
+                    if status != _C.FULL:
+                        break
+                    yield self._chunk(chunk_start, pos)
+                    chunk_start = pos
+                pos, ri, rp = nxt, 0, 0
+                continue
+            if status == _C.PARTIAL:
+                self.partial_tail = base + pos
+            self.stop_position = base + pos
+            break
+        last = self._chunk(chunk_start, pos)
+        if len(last) or len(last.control_offset):
+            yield last
+
+    def _inflate(self, pos: int):
+        view = self._view
+        try:
+            magic, codec, ps, pe, nxt = K.columnar_payload_info(view, pos)
+            try:
+                payload = _decompress(codec, view[ps:pe], magic, self._max_decompressed)
+            except KafkaWireError:
+                raise
+            except Exception as exc:  # codec libraries raise their own types on bad input
+                raise CorruptRecordError(
+                    f"cannot decompress {_codec_name(codec)} batch: {exc}", position=pos,
+                    reason="compression") from None
+        except KafkaWireError as exc:
+            raise self._relocated(exc, pos) from None
+        return nxt, payload
+
+
+def _codec_name(codec: int) -> str:
+    return _CODEC_NAMES[codec] if 0 <= codec < len(_CODEC_NAMES) else f"codec {codec}"
+
+
+def iter_column_chunks(data: Any, *, start: int = 0, end: Optional[int] = None,
+                       base_position: int = 0, max_records: int = 65536,
+                       max_bytes: int = 64 << 20, start_offset: Optional[int] = None,
+                       end_offset: Optional[int] = None, include_headers: bool = False,
+                       max_decompressed_size: Optional[int] = None) -> ColumnChunkIterator:
+    """Decode ``data[start:end]`` into bounded :class:`ColumnChunk`\\ s (see the module docstring)."""
+    return ColumnChunkIterator(data, start=start, end=end, base_position=base_position,
+                               max_records=max_records, max_bytes=max_bytes,
+                               start_offset=start_offset, end_offset=end_offset,
+                               include_headers=include_headers,
+                               max_decompressed_size=max_decompressed_size)
+
+
+def decode_columns(data: Any, *, start: int = 0, end: Optional[int] = None,
+                   base_position: int = 0, max_records: int = (1 << 63) - 1,
+                   max_bytes: int = _C.MAX_CHUNK_BYTES, start_offset: Optional[int] = None,
+                   end_offset: Optional[int] = None, include_headers: bool = False,
+                   max_decompressed_size: Optional[int] = None) -> ColumnChunk:
+    """Decode the whole range as one chunk; raises ValueError if it exceeds the chunk limits."""
+    it = iter_column_chunks(data, start=start, end=end, base_position=base_position,
+                            max_records=max_records, max_bytes=max_bytes,
+                            start_offset=start_offset, end_offset=end_offset,
+                            include_headers=include_headers,
+                            max_decompressed_size=max_decompressed_size)
+    chunks = list(it)
+    if len(chunks) > 1:
+        raise ValueError("the data does not fit one chunk (2 GiB of keys and values or max_records); "
+                         "use iter_column_chunks")
+    if chunks:
+        return chunks[0]
+    stop = it.stop_position if it.stop_position is not None else base_position + start
+    return ColumnChunk.empty(include_headers, base_position + start, it.next_offset).with_end(stop)
+
+
+def to_arrow(data: Any, *, topic: Optional[str] = None, partition: Optional[int] = None,
+             include_headers: bool = False, **kwargs: Any) -> "Any":
+    """All records of ``data`` as one ``pyarrow.Table`` (chunks become record batches)."""
+    import pyarrow as pa
+
+    batches = [chunk.to_arrow(include_headers=include_headers, topic=topic, partition=partition)
+               for chunk in iter_column_chunks(data, include_headers=include_headers, **kwargs)]
+    return pa.Table.from_batches(batches, schema=arrow_schema(include_headers=include_headers,
+                                                              with_topic=topic is not None))

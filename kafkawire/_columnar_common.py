@@ -1,0 +1,54 @@
+"""Constants shared by the columnar kernel twins (``_fast/columnar.pyx``, ``_pure/columnar.py``)."""
+from __future__ import annotations
+
+#: ``columnar_scan`` / ``columnar_payload`` statuses.
+DONE = 0        # reached the end of the range (or of the payload)
+PARTIAL = 1     # a trailing partial batch starts at the returned position
+FULL = 2        # the builder hit max_records/max_bytes: take() a chunk, then resume
+COMPRESSED = 3  # the batch at the returned position needs decompressing (columnar_payload)
+PAST_END = 4    # the batch at the returned position starts at/after end_offset
+
+#: Column name, numpy dtype string and group, in the kernels' buffer order.
+#: Groups: "rec" one per data record, "rec+1" record offsets (n+1), "data" bytes,
+#: "hdr*" only with headers, "ctl" one per control record.
+COLUMNS = (
+    ("offset", "int64", "rec"),
+    ("timestamp", "int64", "rec"),
+    ("timestamp_type", "int32", "rec"),
+    ("key_offsets", "int32", "rec+1"),
+    ("key_data", "uint8", "data"),
+    ("key_valid", "bool", "rec"),
+    ("value_offsets", "int32", "rec+1"),
+    ("value_data", "uint8", "data"),
+    ("value_valid", "bool", "rec"),
+    ("producer_id", "int64", "rec"),
+    ("is_transactional", "bool", "rec"),
+    ("batch_base_offset", "int64", "rec"),
+    ("header_offsets", "int32", "hdr-rec+1"),
+    ("header_valid", "bool", "hdr-rec"),
+    ("header_key_offsets", "int32", "hdr+1"),
+    ("header_key_data", "uint8", "hdr-data"),
+    ("header_value_offsets", "int32", "hdr+1"),
+    ("header_value_data", "uint8", "hdr-data"),
+    ("header_value_valid", "bool", "hdr"),
+    ("control_offset", "int64", "ctl"),
+    ("control_producer_id", "int64", "ctl"),
+    ("control_type", "int8", "ctl"),
+    ("control_timestamp", "int64", "ctl"),
+)
+COLUMN_NAMES = tuple(c[0] for c in COLUMNS)
+HEADER_COLUMNS = frozenset(c[0] for c in COLUMNS if c[2].startswith("hdr"))
+#: Columns holding Arrow offsets: they start with a 0 entry.
+OFFSET_COLUMNS = frozenset(c[0] for c in COLUMNS if c[2].endswith("+1"))
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+#: Arrow ``binary`` uses int32 offsets: a chunk's data column stays below this.
+MAX_CHUNK_BYTES = (1 << 31) - 1
+
+V2_HEADER = 61        # bytes of a v2 batch header, records follow
+LOG_OVERHEAD = 12     # offset + length fields before every batch/message
+HEADER_UP_TO_MAGIC = 17
+MIN_MESSAGE_V0 = 14   # crc, magic, attributes, key and value lengths
+MIN_MESSAGE_V1 = 22   # + timestamp
+MIN_BATCH_V2 = V2_HEADER - LOG_OVERHEAD
