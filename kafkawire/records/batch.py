@@ -1,0 +1,234 @@
+"""``RecordBatch``: one v2 record batch (magic 2), a thin view over the kernels.
+
+The header fields come from the scan kernel's row (no payload touched);
+records are decompressed and decoded only when the batch is iterated.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, List, Optional
+
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
+from kafkawire.errors import CorruptRecordError, KafkaWireError
+
+__all__ = ["RecordBatch", "CODEC_NAMES"]
+
+#: Codec names by attribute id (bits 0-2).
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+_CONTROL_TYPES = {0: "abort", 1: "commit"}
+_INT32_MAX = 0x7FFFFFFF
+
+
+def _relocate(err: CorruptRecordError, batch, compressed: bool) -> CorruptRecordError:
+    """Re-anchor a kernel error (buffer position) to the caller's absolute position."""
+    if compressed:
+        where = "" if err.position is None else f" (byte {err.position} of the decompressed records)"
+        return type(err)(f"batch at offset {batch.base_offset}: {err.message}{where}",
+                         position=batch.position, offset=err.offset, reason=err.reason,
+                         path=err.path)
+    pos = None if err.position is None else err.position + batch._base_position
+    return type(err)(f"batch at offset {batch.base_offset}: {err.message}", position=pos,
+                     offset=err.offset, reason=err.reason, path=err.path)
+
+
+class RecordBatch:
+    """A v2 record batch.  Iterate it (or call :meth:`records`) for its ``Record``s."""
+
+    __slots__ = ("_buf", "_pos", "_base_position", "_max_size", "size", "base_offset",
+                 "last_offset", "attributes", "crc", "partition_leader_epoch",
+                 "first_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+                 "base_sequence", "record_count", "_control")
+
+    magic = 2
+
+    @classmethod
+    def _from_row(cls, buf, row, base_position: int = 0,
+                  max_size: Optional[int] = None) -> "RecordBatch":
+        b = cls.__new__(cls)
+        (b._pos, b.size, b.base_offset, b.last_offset, _, b.attributes, b.crc,
+         b.partition_leader_epoch, b.first_timestamp, b.max_timestamp, b.producer_id,
+         b.producer_epoch, b.base_sequence, b.record_count) = row
+        b._buf = buf
+        b._base_position = base_position
+        b._max_size = max_size
+        b._control = None
+        return b
+
+    @classmethod
+    def from_buffer(cls, buf, position: int = 0, *, base_position: int = 0,
+                    max_decompressed_size: Optional[int] = None) -> "RecordBatch":
+        """The v2 batch starting at ``position`` of ``buf`` (raises if there is none)."""
+        rows, stop, status = K.scan_batches(buf, position, -1, 1, False)
+        if len(rows) != 1 or rows[0, C.MAGIC] != 2:
+            raise CorruptRecordError(
+                f"no complete v2 batch here (scan status {C.STATUS_NAMES[status]})",
+                position=base_position + position, reason="length")
+        return cls._from_row(buf, rows[0].tolist(), base_position, max_decompressed_size)
+
+    # -- header-derived attributes -------------------------------------------
+    @property
+    def position(self) -> int:
+        """Byte position of the batch (base_position + position in the buffer)."""
+        return self._base_position + self._pos
+
+    @property
+    def compression(self) -> str:
+        cid = self.attributes & C.COMPRESSION_MASK
+        if cid >= len(CODEC_NAMES):
+            raise CorruptRecordError(f"unknown compression codec id {cid} in attributes",
+                                     position=self.position, offset=self.base_offset,
+                                     reason="attributes")
+        return CODEC_NAMES[cid]
+
+    @property
+    def timestamp_type(self) -> str:
+        return "LogAppendTime" if self.attributes & C.TIMESTAMP_TYPE_MASK else "CreateTime"
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & C.TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & C.CONTROL_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & C.DELETE_HORIZON_MASK)
+
+    @property
+    def delete_horizon(self) -> Optional[int]:
+        """KIP-534 delete horizon (ms) when attributes bit 6 is set: the base timestamp."""
+        return self.first_timestamp if self.attributes & C.DELETE_HORIZON_MASK else None
+
+    @property
+    def base_timestamp(self) -> int:
+        return self.first_timestamp
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.last_offset - self.base_offset
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence of the last record (wraps at 2**31-1 like Kafka); -1 without one."""
+        if self.base_sequence < 0:
+            return -1
+        delta = self.last_offset - self.base_offset
+        if self.base_sequence > _INT32_MAX - delta:
+            return delta - (_INT32_MAX - self.base_sequence) - 1
+        return self.base_sequence + delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def raw(self) -> memoryview:
+        """The batch's bytes (a view, no copy)."""
+        return memoryview(self._buf).cast("B")[self._pos:self._pos + self.size]
+
+    # -- control batches --------------------------------------------------------
+    def _control_marker(self):
+        if self._control is None:
+            if not self.is_control:
+                self._control = (None, None)
+            else:
+                recs = self.records()
+                if not recs or recs[0].key is None or len(recs[0].key) < 4:
+                    raise CorruptRecordError("control batch without a valid control record",
+                                             position=self.position, offset=self.base_offset,
+                                             reason="control")
+                ctype = struct.unpack_from(">h", recs[0].key, 2)[0]
+                epoch = None
+                val = recs[0].value
+                if val is not None and len(val) >= 6:
+                    epoch = struct.unpack_from(">i", val, 2)[0]
+                self._control = (_CONTROL_TYPES.get(ctype, f"unknown({ctype})"), epoch)
+        return self._control
+
+    @property
+    def control_type(self) -> Optional[str]:
+        """"abort" or "commit" for a control batch's marker, else None."""
+        return self._control_marker()[0]
+
+    @property
+    def coordinator_epoch(self) -> Optional[int]:
+        return self._control_marker()[1]
+
+    # -- records ------------------------------------------------------------------
+    def _payload(self):
+        """(buffer, start, end, compressed) of the records region, decompressed if needed."""
+        start = self._pos + C.V2_RECORDS_START
+        end = self._pos + self.size
+        cid = self.attributes & C.COMPRESSION_MASK
+        if cid == 0:
+            return self._buf, start, end, False
+        codec = self.compression
+        from kafkawire import compression
+        view = memoryview(self._buf).cast("B")[start:end]
+        try:
+            data = compression.decompress(cid, view, magic=2, max_size=self._max_size)
+        except CorruptRecordError as exc:
+            raise type(exc)(f"batch at offset {self.base_offset}: {codec}: {exc.message}",
+                            position=self.position, offset=self.base_offset,
+                            reason=exc.reason) from None
+        return data, 0, len(data), True
+
+    def records(self) -> List:
+        """Decode every record (decompressing first if needed) into a new list."""
+        buf, start, end, compressed = self._payload()
+        try:
+            return K.decode_records_v2(buf, start, end, self.record_count, self.base_offset,
+                                       self.first_timestamp, self.max_timestamp,
+                                       1 if self.attributes & C.TIMESTAMP_TYPE_MASK else 0)
+        except CorruptRecordError as exc:
+            raise _relocate(exc, self, compressed) from None
+
+    def __iter__(self) -> Iterator:
+        return iter(self.records())
+
+    def compute_crc(self) -> int:
+        """CRC-32C of the batch from its attributes to its end."""
+        return K.crc32c(self._buf, self._pos + C.V2_CRC_START, self._pos + self.size)
+
+    def is_valid(self) -> bool:
+        try:
+            self.validate()
+        except KafkaWireError:
+            return False
+        return True
+
+    def validate(self) -> None:
+        """Check the CRC and the structure (codec, records, counts); raise CorruptRecordError."""
+        computed = self.compute_crc()
+        if computed != self.crc:
+            raise CorruptRecordError(
+                f"batch at offset {self.base_offset}: CRC-32C mismatch (stored {self.crc:#010x}, "
+                f"computed {computed:#010x})", position=self.position, offset=self.base_offset,
+                reason="crc")
+        if self.record_count < 0:
+            raise CorruptRecordError(f"negative record count {self.record_count}",
+                                     position=self.position, offset=self.base_offset,
+                                     reason="count")
+        if self.last_offset < self.base_offset:
+            raise CorruptRecordError(f"negative last offset delta {self.last_offset_delta}",
+                                     position=self.position, offset=self.base_offset,
+                                     reason="offset")
+        recs = self.records()
+        for r in recs:
+            if r.offset > self.last_offset or r.offset < self.base_offset:
+                raise CorruptRecordError(
+                    f"record offset {r.offset} outside the batch's range "
+                    f"[{self.base_offset}, {self.last_offset}]", position=self.position,
+                    offset=r.offset, reason="offset")
+        if self.is_control:
+            self._control = None
+            self._control_marker()
+
+    def __repr__(self) -> str:
+        return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+                f"count={self.record_count}, codec={self.attributes & C.COMPRESSION_MASK}, "
+                f"timestamp_type={self.timestamp_type!r}, position={self.position}, "
+                f"size={self.size})")

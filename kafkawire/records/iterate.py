@@ -1,0 +1,127 @@
+"""``iter_batches``: walk a buffer of concatenated batches/messages.
+
+The scan kernel reads headers in chunks; each row becomes a ``RecordBatch``
+(v2) or ``LegacyBatch`` (v0/v1) without touching payloads.  A trailing
+partial batch ends iteration cleanly and is reported in ``partial_tail``
+(Kafka's readers do the same: a log or fetch response may end mid-batch);
+anything else malformed raises ``CorruptRecordError`` naming its position.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Optional, Union
+
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
+from kafkawire.errors import CorruptRecordError
+from kafkawire.records.batch import RecordBatch
+from kafkawire.records.legacy import LegacyBatch
+
+__all__ = ["iter_batches", "BatchIterator", "SCAN_CHUNK"]
+
+#: Batches read per scan-kernel call.
+SCAN_CHUNK = 1024
+
+
+class BatchIterator:
+    """Iterator of batch objects over a buffer; see :func:`iter_batches`.
+
+    After iteration ends, ``partial_tail`` is None or the (absolute) position of
+    a trailing partial batch, and ``stop_position`` the (absolute) position where
+    scanning stopped (the end, or the partial tail).
+    """
+
+    __slots__ = ("_buf", "_start", "_end", "_verify", "_base", "_max_size", "_gen",
+                 "partial_tail", "stop_position")
+
+    def __init__(self, data, start: int = 0, end: Optional[int] = None, verify_crc: bool = False,
+                 base_position: int = 0, max_decompressed_size: Optional[int] = None) -> None:
+        if isinstance(data, (bytes, bytearray)):
+            n = len(data)
+        else:
+            data = memoryview(data).cast("B") if not hasattr(data, "madvise") else data
+            n = len(data)
+        if end is None or end > n:
+            end = n
+        if start < 0 or start > end:
+            raise ValueError(f"start {start} outside the buffer [0, {end}]")
+        self._buf = data
+        self._start = start
+        self._end = end
+        self._verify = bool(verify_crc)
+        self._base = base_position
+        self._max_size = max_decompressed_size
+        self.partial_tail: Optional[int] = None
+        self.stop_position: int = base_position + start
+        self._gen = self._run()
+
+    def __iter__(self) -> "BatchIterator":
+        return self
+
+    def __next__(self) -> Union[RecordBatch, LegacyBatch]:
+        return next(self._gen)
+
+    def _run(self):
+        buf, pos, end, base, msize = self._buf, self._start, self._end, self._base, self._max_size
+        v2_from_row = RecordBatch._from_row
+        legacy_from_row = LegacyBatch._from_row
+        scan = K.scan_batches
+        while True:
+            rows, stop, status = scan(buf, pos, end, SCAN_CHUNK, self._verify)
+            for row in rows.tolist():
+                if row[4] == 2:
+                    yield v2_from_row(buf, row, base, msize)
+                else:
+                    yield legacy_from_row(buf, row, base, msize)
+            pos = stop
+            self.stop_position = base + stop
+            if status == C.OK:
+                if stop >= end:
+                    return
+                continue
+            if status == C.PARTIAL:
+                self.partial_tail = base + stop
+                return
+            raise _status_error(buf, stop, end, base, status)
+
+
+def _status_error(buf, pos: int, end: int, base: int, status: int) -> CorruptRecordError:
+    mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    offset = int.from_bytes(mv[pos:pos + 8], "big", signed=True)
+    length = int.from_bytes(mv[pos + 8:pos + 12], "big", signed=True)
+    where = base + pos
+    if status == C.CORRUPT_LENGTH:
+        if length == 0 and not any(mv[pos:min(end, pos + 64)]):
+            hint = (" (a zero-filled tail: the log was preallocated or cut short by a crash; "
+                    "`kafkawire recover` truncates it)")
+        else:
+            hint = ""
+        magic = mv[pos + 16] if length >= 5 else None
+        minimum = {2: C.V2_MIN_LENGTH, 1: C.V1_MIN_LENGTH}.get(magic, C.MIN_LENGTH) \
+            if length >= C.MIN_LENGTH else C.MIN_LENGTH
+        return CorruptRecordError(
+            f"record size {length} smaller than minimum record overhead ({minimum}){hint}",
+            position=where, offset=offset, reason="length")
+    if status == C.BAD_MAGIC:
+        return CorruptRecordError(f"invalid magic byte {mv[pos + 16]} (expected 0, 1 or 2)",
+                                  position=where, offset=offset, reason="magic")
+    if status == C.CRC_MISMATCH:
+        magic = mv[pos + 16]
+        kind = "CRC-32C" if magic == 2 else "CRC-32"
+        return CorruptRecordError(f"{kind} mismatch in the batch at offset {offset}",
+                                  position=where, offset=offset, reason="crc")
+    return CorruptRecordError(f"scan stopped with status {status}", position=where, offset=offset)
+
+
+def iter_batches(data, *, start: int = 0, end: Optional[int] = None, verify_crc: bool = False,
+                 base_position: int = 0,
+                 max_decompressed_size: Optional[int] = None) -> BatchIterator:
+    """Iterate the batches (v2) and top-level messages (v0/v1) of a bytes-like buffer.
+
+    ``data``: bytes, bytearray, memoryview or mmap holding concatenated batches
+    (a ``.log`` file's bytes, a Fetch response's records); ``start``/``end``
+    bound the scan; ``verify_crc`` checks every batch's CRC while scanning;
+    ``base_position`` is added to every reported position (the buffer's
+    position in its file); ``max_decompressed_size`` bounds decompression per
+    batch.  Returns a :class:`BatchIterator`.
+    """
+    return BatchIterator(data, start, end, verify_crc, base_position, max_decompressed_size)
