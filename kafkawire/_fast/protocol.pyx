@@ -1,3 +1,364 @@
 # cython: language_level=3
-"""Kernel module protocol (placeholder until implemented)."""
-__all__ = []
+"""Protocol kernels, pure-Python twin: interpret compiled struct programs.
+
+``decode_struct`` reads one struct (and everything nested in it) from
+``buf[pos:end]`` and never looks past ``end``; ``encode_struct`` appends the
+encoding of an object to a bytearray.  Programs are described in
+:mod:`kafkawire._protocol_common`; the schemas that produce them hold all the
+Kafka knowledge, these functions only the wire primitives.
+"""
+from __future__ import annotations
+
+import struct
+import uuid as _uuid
+
+from kafkawire._protocol_common import (
+    ARRAY, BOOL, BYTES, CARRAY, CBYTES, CNARRAY, CNBYTES, CNSTRING, CRECORDS, CSTRING,
+    FLOAT64, INT8, INT16, INT32, INT64, MessageDecodeError, NARRAY, NBYTES, NSTRING,
+    NSTRUCT, RECORDS, STRING, STRUCT, UINT16, UINT32, UNKNOWN_TAGS, UUID, UVARINT, VARINT,
+    VARLONG,
+)
+
+__all__ = ["decode_struct", "encode_struct", "read_uvarint"]
+
+_B = struct.Struct(">b")
+_H = struct.Struct(">h")
+_UH = struct.Struct(">H")
+_I = struct.Struct(">i")
+_UI = struct.Struct(">I")
+_Q = struct.Struct(">q")
+_D = struct.Struct(">d")
+_FIXED = {BOOL: (_B, 1), INT8: (_B, 1), INT16: (_H, 2), UINT16: (_UH, 2), INT32: (_I, 4),
+          UINT32: (_UI, 4), INT64: (_Q, 8), FLOAT64: (_D, 8)}
+
+
+def _truncated(pos: int, need: int, end: int, what: str) -> MessageDecodeError:
+    return MessageDecodeError(
+        f"{what} needs {need} bytes but only {max(end - pos, 0)} remain in the frame "
+        "(truncated or corrupt message)", position=pos, reason="truncated")
+
+
+def read_uvarint(buf, pos: int, end: int):
+    """Read an unsigned varint (at most 5 bytes, 32 bits) -> (value, new_pos)."""
+    result = 0
+    shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise _truncated(start, pos - start + 1, end, "unsigned varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise MessageDecodeError("unsigned varint longer than 5 bytes", position=start,
+                                     reason="varint")
+
+
+def _read_varlong(buf, pos: int, end: int, limit: int):
+    result = 0
+    shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise _truncated(start, pos - start + 1, end, "varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift >= limit:
+            raise MessageDecodeError("varint too long", position=start, reason="varint")
+
+
+def _length(buf, pos, end, compact, wide, nullable, what):
+    """Read a string/bytes/array length prefix -> (length or -1 for null, new_pos)."""
+    if compact:
+        n, pos2 = read_uvarint(buf, pos, end)
+        n -= 1
+    elif wide:
+        if pos + 4 > end:
+            raise _truncated(pos, 4, end, f"{what} length")
+        n = _I.unpack_from(buf, pos)[0]
+        pos2 = pos + 4
+    else:
+        if pos + 2 > end:
+            raise _truncated(pos, 2, end, f"{what} length")
+        n = _H.unpack_from(buf, pos)[0]
+        pos2 = pos + 2
+    if n < 0:
+        if n == -1 and nullable:
+            return -1, pos2
+        raise MessageDecodeError(f"negative {what} length {n} (null not allowed here)",
+                                 position=pos, reason="length")
+    if n > end - pos2 and what != "array":
+        raise MessageDecodeError(
+            f"{what} length {n} runs past the end of the frame ({end - pos2} bytes remain)",
+            position=pos, reason="length")
+    return n, pos2
+
+
+def _decode_value(mv, pos, end, code, arg):
+    fixed = _FIXED.get(code)
+    if fixed is not None:
+        st, size = fixed
+        if pos + size > end:
+            raise _truncated(pos, size, end, "field")
+        v = st.unpack_from(mv, pos)[0]
+        if code == BOOL:
+            v = v != 0
+        return v, pos + size
+    if code == STRING or code == NSTRING or code == CSTRING or code == CNSTRING:
+        n, pos2 = _length(mv, pos, end, code >= CSTRING, False, code == NSTRING or code == CNSTRING,
+                          "string")
+        if n < 0:
+            return None, pos2
+        try:
+            return str(mv[pos2:pos2 + n], "utf-8"), pos2 + n
+        except UnicodeDecodeError:
+            raise MessageDecodeError("string is not valid UTF-8", position=pos2,
+                                     reason="utf8") from None
+    if BYTES <= code <= CRECORDS:
+        compact = code in (CBYTES, CNBYTES, CRECORDS)
+        nullable = code in (NBYTES, CNBYTES, RECORDS, CRECORDS)
+        n, pos2 = _length(mv, pos, end, compact, True, nullable, "bytes")
+        if n < 0:
+            return None, pos2
+        if code >= RECORDS:
+            return mv[pos2:pos2 + n], pos2 + n
+        return bytes(mv[pos2:pos2 + n]), pos2 + n
+    if ARRAY <= code <= CNARRAY:
+        n, pos2 = _length(mv, pos, end, code >= CARRAY, True, code == NARRAY or code == CNARRAY,
+                          "array")
+        if n < 0:
+            return None, pos2
+        if n > end - pos2:
+            raise MessageDecodeError(
+                f"array of {n} elements cannot fit in the {end - pos2} bytes left in the frame",
+                position=pos, reason="length")
+        ecode, earg = arg
+        out = []
+        append = out.append
+        if ecode == STRUCT:
+            for _ in range(n):
+                v, pos2 = _decode(mv, pos2, end, earg)
+                append(v)
+        else:
+            for _ in range(n):
+                v, pos2 = _decode_value(mv, pos2, end, ecode, earg)
+                append(v)
+        return out, pos2
+    if code == STRUCT:
+        return _decode(mv, pos, end, arg)
+    if code == NSTRUCT:
+        if pos + 1 > end:
+            raise _truncated(pos, 1, end, "nullable struct marker")
+        if mv[pos] == 0xFF:
+            return None, pos + 1
+        return _decode(mv, pos + 1, end, arg)
+    if code == UUID:
+        if pos + 16 > end:
+            raise _truncated(pos, 16, end, "uuid")
+        return _uuid.UUID(bytes=bytes(mv[pos:pos + 16])), pos + 16
+    if code == UVARINT:
+        return read_uvarint(mv, pos, end)
+    if code == VARINT:
+        return _read_varlong(mv, pos, end, 35)
+    if code == VARLONG:
+        return _read_varlong(mv, pos, end, 70)
+    raise MessageDecodeError(f"unknown field code {code}", position=pos)
+
+
+def _decode(mv, pos, end, prog):
+    cls, ops, _tagged, tag_map, defaults, flexible = prog
+    d = {}
+    for name, code, arg in ops:
+        d[name], pos = _decode_value(mv, pos, end, code, arg)
+    if flexible:
+        count, pos = read_uvarint(mv, pos, end)
+        unknown = None
+        for _ in range(count):
+            tag, pos = read_uvarint(mv, pos, end)
+            size, pos = read_uvarint(mv, pos, end)
+            if size > end - pos:
+                raise MessageDecodeError(
+                    f"tagged field {tag} of {size} bytes runs past the end of the frame",
+                    position=pos, reason="length")
+            known = tag_map.get(tag)
+            if known is None:
+                if unknown is None:
+                    unknown = []
+                unknown.append((tag, bytes(mv[pos:pos + size])))
+            else:
+                name, code, arg = known
+                d[name], stop = _decode_value(mv, pos, pos + size, code, arg)
+                if stop != pos + size:
+                    raise MessageDecodeError(
+                        f"tagged field {tag} ({name}) used {stop - pos} of its {size} bytes",
+                        position=pos, reason="tag")
+            pos += size
+        if unknown is not None:
+            d[UNKNOWN_TAGS] = unknown
+    for name, value, factory in defaults:
+        if name not in d:
+            d[name] = value if factory is None else factory()
+    obj = cls.__new__(cls)
+    obj.__dict__ = d
+    return obj, pos
+
+
+def decode_struct(buf, pos: int, end: int, prog):
+    """Decode the struct described by ``prog`` from ``buf[pos:end]`` -> (object, new_pos)."""
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B")
+    if not 0 <= pos <= end <= len(mv):
+        raise MessageDecodeError(f"bad bounds [{pos}, {end}) for a buffer of {len(mv)} bytes",
+                                 position=pos, reason="length")
+    return _decode(mv, pos, end, prog)
+
+
+# ---- encoding ------------------------------------------------------------------------
+
+def _uvarint(out: bytearray, v: int) -> None:
+    if v < 0 or v > 0xFFFFFFFF:
+        raise OverflowError(f"{v} does not fit an unsigned 32-bit varint")
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _zigzag(out: bytearray, v: int, bits: int) -> None:
+    lim = 1 << (bits - 1)
+    if not -lim <= v < lim:
+        raise OverflowError(f"{v} does not fit a {bits}-bit varint")
+    z = ((v << 1) ^ (v >> (bits - 1))) & ((1 << bits) - 1)
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+
+
+def _len_prefix(out, n, compact, wide):
+    if compact:
+        _uvarint(out, n + 1)
+    elif wide:
+        out += _I.pack(n)
+    else:
+        out += _H.pack(n)
+
+
+def _encode_value(out: bytearray, v, code, arg) -> None:
+    fixed = _FIXED.get(code)
+    if fixed is not None:
+        if code == BOOL:
+            out.append(1 if v else 0)
+        else:
+            out += fixed[0].pack(v)
+        return
+    if STRING <= code <= CNSTRING:
+        compact = code >= CSTRING
+        if v is None:
+            if code == STRING or code == CSTRING:
+                raise ValueError("null string in a non-nullable field")
+            _len_prefix(out, -1, compact, False)
+            return
+        b = v.encode("utf-8")
+        if not compact and len(b) > 0x7FFF:
+            raise ValueError(f"string of {len(b)} bytes is longer than 32767")
+        _len_prefix(out, len(b), compact, False)
+        out += b
+        return
+    if BYTES <= code <= CRECORDS:
+        compact = code in (CBYTES, CNBYTES, CRECORDS)
+        if v is None:
+            if code == BYTES or code == CBYTES:
+                raise ValueError("null bytes in a non-nullable field")
+            _len_prefix(out, -1, compact, True)
+            return
+        b = memoryview(v)
+        _len_prefix(out, b.nbytes, compact, True)
+        out += b
+        return
+    if ARRAY <= code <= CNARRAY:
+        compact = code >= CARRAY
+        if v is None:
+            if code == ARRAY or code == CARRAY:
+                raise ValueError("null array in a non-nullable field")
+            _len_prefix(out, -1, compact, True)
+            return
+        _len_prefix(out, len(v), compact, True)
+        ecode, earg = arg
+        if ecode == STRUCT:
+            for item in v:
+                _encode(out, item, earg)
+        else:
+            for item in v:
+                _encode_value(out, item, ecode, earg)
+        return
+    if code == STRUCT:
+        _encode(out, v, arg)
+        return
+    if code == NSTRUCT:
+        if v is None:
+            out.append(0xFF)
+        else:
+            out.append(1)
+            _encode(out, v, arg)
+        return
+    if code == UUID:
+        if isinstance(v, _uuid.UUID):
+            out += v.bytes
+        else:
+            b = bytes(v)
+            if len(b) != 16:
+                raise ValueError("a uuid needs 16 bytes")
+            out += b
+        return
+    if code == UVARINT:
+        _uvarint(out, v)
+        return
+    if code == VARINT:
+        _zigzag(out, v, 32)
+        return
+    if code == VARLONG:
+        _zigzag(out, v, 64)
+        return
+    raise ValueError(f"unknown field code {code}")
+
+
+def _encode(out: bytearray, obj, prog) -> None:
+    _cls, ops, tagged, _tag_map, _defaults, flexible = prog
+    if isinstance(obj, dict):
+        get = obj.__getitem__
+    else:
+        d = obj.__dict__
+        get = d.__getitem__
+    for name, code, arg in ops:
+        _encode_value(out, get(name), code, arg)
+    if flexible:
+        fields = []
+        for tag, name, code, arg, default in tagged:
+            v = get(name)
+            if v != default:
+                buf = bytearray()
+                _encode_value(buf, v, code, arg)
+                fields.append((tag, buf))
+        unknown = getattr(obj, UNKNOWN_TAGS, None) if not isinstance(obj, dict) else obj.get(UNKNOWN_TAGS)
+        if unknown:
+            fields.extend(unknown)
+            fields.sort(key=lambda f: f[0])
+        _uvarint(out, len(fields))
+        for tag, raw in fields:
+            _uvarint(out, tag)
+            _uvarint(out, len(raw))
+            out += raw
+
+
+def encode_struct(obj, prog, out: bytearray) -> None:
+    """Append the encoding of ``obj`` (attributes named by ``prog``) to ``out``."""
+    _encode(out, obj, prog)

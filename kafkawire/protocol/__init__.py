@@ -1,0 +1,146 @@
+"""Kafka's wire protocol: one class per message, headers and frames.
+
+Every message class (``MetadataRequest``, ``FetchResponse``, ...) has
+snake_case attributes named after Kafka's fields, ``encode(version)``,
+``classmethod decode(data, version)`` and ``to_dict()``; nested structs are
+nested classes (``ProduceRequest.TopicProduceData``) and constructors accept
+dicts for them.  The functions below add headers and size prefixes::
+
+    frame = encode_request(MetadataRequest(topics=None), 12, correlation_id=1, client_id="me")
+    corr, resp = decode_response(ApiKey.METADATA, 12, frame_from_socket)
+
+Errors: malformed bytes raise :class:`MessageDecodeError` (a
+``kafkawire.errors.ProtocolError``), unsupported versions and unknown API keys
+``kafkawire.errors.UnsupportedVersionError``.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+from kafkawire.protocol.api_keys import ApiKey, request_class, response_class, supported_versions
+from kafkawire.protocol.errors import (FrameTooLargeError, InvalidFrameError, MessageDecodeError,
+                                       MessageEncodeError, ProtocolError, TruncatedFrameError,
+                                       UnknownApiKeyError, UnsupportedVersionError)
+from kafkawire.protocol.frames import (DEFAULT_MAX_FRAME_SIZE, FrameReader, frame, frame_size,
+                                       peek_correlation_id, read_frame)
+from kafkawire.protocol.headers import (RequestHeader, ResponseHeader, request_header_version,
+                                        response_header_version)
+from kafkawire.protocol.messages import *  # noqa: F401,F403
+from kafkawire.protocol.messages import __all__ as _message_names
+from kafkawire.protocol.schema import Message, Struct
+
+__all__ = list(_message_names) + [
+    "ApiKey", "request_class", "response_class", "supported_versions",
+    "encode_request", "decode_request", "encode_response", "decode_response",
+    "RequestFrame", "ResponseFrame", "RequestHeader", "ResponseHeader",
+    "request_header_version", "response_header_version",
+    "frame", "frame_size", "read_frame", "FrameReader", "peek_correlation_id",
+    "DEFAULT_MAX_FRAME_SIZE", "Message", "Struct",
+    "ProtocolError", "UnsupportedVersionError", "MessageDecodeError", "MessageEncodeError",
+    "TruncatedFrameError", "FrameTooLargeError", "InvalidFrameError", "UnknownApiKeyError",
+]
+
+
+class RequestFrame(NamedTuple):
+    """A decoded request: its header fields and body."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: Optional[str]
+    message: Message
+
+
+class ResponseFrame(NamedTuple):
+    """A decoded response: its correlation id and body."""
+
+    correlation_id: int
+    message: Message
+
+
+def _payload(data: Any, sized: bool, max_frame_size: int) -> memoryview:
+    mv = memoryview(data)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B")
+    if not sized:
+        if mv.nbytes > max_frame_size:
+            raise FrameTooLargeError(f"frame of {mv.nbytes} bytes exceeds the limit of "
+                                     f"{max_frame_size}", position=0)
+        return mv
+    payload, end = read_frame(mv, 0, max_frame_size=max_frame_size)
+    if end != mv.nbytes:
+        raise InvalidFrameError(f"frame announces {end - 4} bytes but {mv.nbytes - 4} were given "
+                                "(lying size prefix, or several frames: use FrameReader)",
+                                position=0)
+    return payload
+
+
+def _check_message(message: Any, response: bool) -> type:
+    cls = type(message)
+    if not isinstance(message, Message) or cls.API_KEY < 0 or cls.IS_RESPONSE != response:
+        raise TypeError(f"expected a kafkawire.protocol {'response' if response else 'request'} "
+                        f"message, got {cls.__name__}")
+    return cls
+
+
+def encode_request(message: Message, version: int, correlation_id: int,
+                   client_id: Optional[str] = None) -> bytes:
+    """Header + body of a request, size-prefixed, ready for the socket."""
+    cls = _check_message(message, False)
+    cls.check_version(version)
+    out = bytearray(b"\0\0\0\0")
+    hv = request_header_version(cls.API_KEY, version)
+    RequestHeader(request_api_key=cls.API_KEY, request_api_version=version,
+                  correlation_id=correlation_id, client_id=client_id).encode_into(out, hv)
+    message.encode_into(out, version)
+    out[0:4] = (len(out) - 4).to_bytes(4, "big", signed=True)
+    return bytes(out)
+
+
+def encode_response(message: Message, version: int, correlation_id: int) -> bytes:
+    """Header + body of a response, size-prefixed (what a broker sends)."""
+    cls = _check_message(message, True)
+    cls.check_version(version)
+    out = bytearray(b"\0\0\0\0")
+    ResponseHeader(correlation_id=correlation_id).encode_into(
+        out, response_header_version(cls.API_KEY, version))
+    message.encode_into(out, version)
+    out[0:4] = (len(out) - 4).to_bytes(4, "big", signed=True)
+    return bytes(out)
+
+
+def decode_response(api_key: int, version: int, frame: Any, *, sized: bool = True,
+                    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> ResponseFrame:
+    """Decode a response to a request of ``api_key`` at ``version``.
+
+    ``frame`` includes the 4-byte size prefix (as read off the socket), or is the
+    payload alone with ``sized=False`` (what :class:`FrameReader` yields).  Record
+    fields are memoryviews into ``frame``."""
+    cls = response_class(api_key)
+    cls.check_version(version)
+    payload = _payload(frame, sized, max_frame_size)
+    hv = response_header_version(api_key, version)
+    header, pos = _decode_header(ResponseHeader, payload, hv)
+    body = cls.decode(payload, version, pos=pos)
+    return ResponseFrame(header.correlation_id, body)
+
+
+def decode_request(frame: Any, *, sized: bool = True,
+                   max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> RequestFrame:
+    """Decode a request (header and body) as a broker would."""
+    payload = _payload(frame, sized, max_frame_size)
+    if payload.nbytes < 4:
+        raise TruncatedFrameError("request shorter than its api key and version", position=0)
+    api_key = int.from_bytes(payload[0:2], "big", signed=True)
+    version = int.from_bytes(payload[2:4], "big", signed=True)
+    cls = request_class(api_key)
+    cls.check_version(version)
+    header, pos = _decode_header(RequestHeader, payload, request_header_version(api_key, version))
+    body = cls.decode(payload, version, pos=pos)
+    return RequestFrame(api_key, version, header.correlation_id,
+                        getattr(header, "client_id", None), body)
+
+
+def _decode_header(cls: type, payload: memoryview, version: int):
+    from kafkawire import _kernels as K
+    return K.decode_struct(payload, 0, payload.nbytes, cls.program(version))
