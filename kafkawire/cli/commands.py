@@ -1,0 +1,269 @@
+"""``verify``, ``recover``, ``stats`` and ``find``: the commands that work on whole partitions."""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from kafkawire.cli import jsonout, text
+from kafkawire.cli.indexdump import MappedFile
+from kafkawire.cli.output import Printer, err
+from kafkawire.cli.paths import PartitionTarget, resolve
+from kafkawire.cli.progress import Progress
+from kafkawire.errors import KafkaWireError
+
+
+def _total_size(files: Sequence[str]) -> int:
+    total = 0
+    for f in files:
+        try:
+            total += os.path.getsize(f)
+        except OSError:
+            pass
+    return total
+
+
+# ===================================================================== stats
+
+@dataclass
+class PartitionStats:
+    partition: str
+    path: str
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    codecs: Counter = field(default_factory=Counter)
+    magics: Counter = field(default_factory=Counter)
+    first_offset: Optional[int] = None
+    last_offset: Optional[int] = None
+    min_timestamp: Optional[int] = None
+    max_timestamp: Optional[int] = None
+    compressed_bytes: int = 0
+    uncompressed_bytes: int = 0
+    control_batches: int = 0
+    transactional_batches: int = 0
+    invalid_bytes: int = 0
+    errors: List[str] = field(default_factory=list)
+
+    @property
+    def compression_ratio(self) -> Optional[float]:
+        """Uncompressed / stored size of the compressed batches (None: nothing compressed)."""
+        if not self.compressed_bytes:
+            return None
+        return self.uncompressed_bytes / self.compressed_bytes
+
+    def add_batch(self, batch: Any, records: int, uncompressed: Optional[int]) -> None:
+        self.batches += 1
+        self.records += records
+        self.codecs[batch.compression] += 1
+        self.magics[batch.magic] += 1
+        if batch.is_control:
+            self.control_batches += 1
+        if batch.is_transactional:
+            self.transactional_batches += 1
+        if self.first_offset is None:
+            self.first_offset = batch.base_offset
+        self.last_offset = batch.last_offset if self.last_offset is None else max(
+            self.last_offset, batch.last_offset)
+        if batch.magic > 0:
+            lo = batch.first_timestamp
+            hi = batch.max_timestamp
+            if batch.delete_horizon is not None or lo < 0:
+                lo = hi
+            if lo >= 0:
+                self.min_timestamp = lo if self.min_timestamp is None else min(self.min_timestamp, lo)
+            if hi >= 0:
+                self.max_timestamp = hi if self.max_timestamp is None else max(self.max_timestamp, hi)
+        if uncompressed is not None:
+            self.compressed_bytes += batch.size
+            self.uncompressed_bytes += uncompressed
+
+    def as_json(self) -> Dict[str, Any]:
+        return {"type": "partition", "partition": self.partition, "path": self.path,
+                "segments": self.segments, "batches": self.batches, "records": self.records,
+                "bytes": self.bytes, "codecs": dict(self.codecs),
+                "magic": {str(k): v for k, v in sorted(self.magics.items())},
+                "firstOffset": self.first_offset, "lastOffset": self.last_offset,
+                "minTimestamp": self.min_timestamp, "maxTimestamp": self.max_timestamp,
+                "compressedBytes": self.compressed_bytes,
+                "uncompressedBytes": self.uncompressed_bytes,
+                "compressionRatio": self.compression_ratio,
+                "controlBatches": self.control_batches,
+                "transactionalBatches": self.transactional_batches,
+                "invalidBytes": self.invalid_bytes, "errors": self.errors}
+
+    def as_text(self) -> str:
+        codecs = ", ".join(f"{k} {v}" for k, v in sorted(self.codecs.items())) or "-"
+        ratio = "-" if self.compression_ratio is None else f"{self.compression_ratio:.2f}"
+        offsets = ("-" if self.first_offset is None
+                   else f"{self.first_offset}..{self.last_offset}")
+        times = ("-" if self.min_timestamp is None
+                 else f"{self.min_timestamp}..{self.max_timestamp} "
+                      f"({_iso(self.min_timestamp)} .. {_iso(self.max_timestamp)})")
+        lines = [f"{self.partition}  ({self.path})",
+                 f"  segments: {self.segments}  batches: {self.batches}  records: {self.records}  "
+                 f"bytes: {self.bytes}",
+                 f"  offsets: {offsets}",
+                 f"  timestamps: {times}",
+                 f"  codecs (batches): {codecs}  compression ratio: {ratio}",
+                 f"  magic: " + ", ".join(f"v{k} {v}" for k, v in sorted(self.magics.items()))
+                 + f"  transactional batches: {self.transactional_batches}  "
+                   f"control batches: {self.control_batches}"]
+        if self.invalid_bytes:
+            lines.append(f"  invalid bytes: {self.invalid_bytes}")
+        lines.extend(f"  error: {e}" for e in self.errors)
+        return "\n".join(lines)
+
+
+def _iso(ms: int) -> str:
+    import datetime
+    try:
+        dt = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return "?"
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def uncompressed_size(batch: Any) -> Optional[int]:
+    """Bytes the batch would take uncompressed (None when it is not compressed)."""
+    if batch.compression == "none":
+        return None
+    from kafkawire.compression import decompress
+    raw = batch.raw
+    if batch.magic >= 2:
+        return 61 + len(decompress(batch.compression, raw[61:], magic=2))
+    pos = 12 + 4 + 1 + 1 + (8 if batch.magic == 1 else 0)
+    klen = struct.unpack_from(">i", raw, pos)[0]
+    pos += 4 + max(klen, 0)
+    vlen = struct.unpack_from(">i", raw, pos)[0]
+    pos += 4
+    if vlen < 0:
+        return batch.size
+    inner = decompress(batch.compression, raw[pos:pos + vlen], magic=batch.magic)
+    return batch.size - vlen + len(inner)
+
+
+def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> PartitionStats:
+    import kafkawire
+    st = PartitionStats(target.name, target.path)
+    for log_path in target.log_files():
+        st.segments += 1
+        if bar is not None:
+            bar.set_label(os.path.basename(log_path))
+        with MappedFile(log_path) as f:
+            st.bytes += len(f)
+            it = kafkawire.iter_batches(f.data)
+            consumed = 0
+            try:
+                for batch in it:
+                    count = batch.record_count
+                    try:
+                        if count is None:
+                            count = len(batch.records())
+                        unc = uncompressed_size(batch)
+                    except KafkaWireError as e:
+                        st.errors.append(f"{log_path}: {e}")
+                        unc = None
+                        count = count or 0
+                    st.add_batch(batch, count, unc)
+                    consumed = batch.position + batch.size
+            except KafkaWireError as e:
+                st.errors.append(f"{log_path}: {e}")
+            st.invalid_bytes += len(f) - consumed
+        if bar is not None:
+            bar.advance(os.path.getsize(log_path))
+    return st
+
+
+def stats(paths: Sequence[str], *, json_mode: bool = False, progress: bool = True) -> int:
+    targets = resolve(paths)
+    out = Printer(sys.stdout, json_mode=json_mode)
+    total = _total_size([f for t in targets for f in t.log_files()])
+    status = 0
+    with Progress(total, enabled=None if progress else False) as bar:
+        results = []
+        for t in targets:
+            results.append(partition_stats(t, bar))
+    for i, st in enumerate(results):
+        if i and not json_mode:
+            out.text("")
+        out.emit(st.as_text, st.as_json)
+        if st.errors:
+            status = 1
+    return status
+
+
+# ====================================================================== find
+
+def _open_log(path: str, partition: Optional[str]):
+    import kafkawire
+    from kafkawire.cli.paths import PathError
+    if partition is not None:
+        path = os.path.join(path, partition)
+        if not os.path.isdir(path):
+            raise PathError(f"{path}: no such partition folder")
+    targets = resolve([path])
+    if len(targets) != 1:
+        names = ", ".join(t.name for t in targets[:5])
+        raise PathError(f"{path} holds {len(targets)} partitions ({names}, ...); "
+                        "pick one with --partition TOPIC-N")
+    return kafkawire.Log.open(targets[0].path)
+
+
+def find(path: str, *, offset: Optional[int] = None, timestamp: Optional[int] = None,
+         partition: Optional[str] = None, print_data: bool = False,
+         json_mode: bool = False) -> int:
+    import kafkawire
+    out = Printer(sys.stdout, json_mode=json_mode)
+    log = _open_log(path, partition)
+    try:
+        if timestamp is not None:
+            found = log.find_timestamp(timestamp)
+            if found is None:
+                err(f"kafkawire find: no record with a timestamp at or after {timestamp} "
+                    f"in {log.path}")
+                return 1
+            target = found[0]
+        else:
+            target = offset
+        loc = log.locate(target)
+        if loc is None:
+            err(f"kafkawire find: offset {target} is not in {log.path} "
+                f"(it holds offsets {log.start_offset}..{log.next_offset - 1})")
+            return 1
+        segment, position = loc
+        batch = next(iter(kafkawire.iter_batches(segment.buffer, start=position)), None)
+        if batch is None:
+            err(f"kafkawire find: no readable batch at position {position} of {segment.path}")
+            return 1
+        records = batch.records()
+        rec = next((r for r in records if r.offset >= target), None)
+        if timestamp is not None:
+            rec = next((r for r in records if r.offset >= target and r.timestamp >= timestamp),
+                       rec)
+        try:
+            batch.validate()
+            valid = True
+        except KafkaWireError:
+            valid = False
+        out.emit(f"segment: {segment.path} position: {position}",
+                 {"type": "location", "segment": segment.path, "position": position,
+                  "offset": None if rec is None else rec.offset, "requestedOffset": offset,
+                  "requestedTimestamp": timestamp})
+        out.emit(text.batch_line(batch, position, valid), jsonout.batch_obj(batch, position, valid))
+        if rec is None:
+            err(f"kafkawire find: the batch at position {position} holds no record at or after "
+                f"offset {target} (compacted away)")
+            return 1
+        if offset is not None and rec.offset != offset:
+            err(f"kafkawire find: offset {offset} was compacted away; the next record is "
+                f"offset {rec.offset}")
+        out.emit(text.record_line(batch, rec, print_contents=print_data),
+                 jsonout.record_obj(batch, rec))
+        return 0
+    finally:
+        log.close()
