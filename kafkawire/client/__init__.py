@@ -1,0 +1,23 @@
+"""A small blocking Kafka client: ``kafkawire.Client(bootstrap_servers)``.
+
+See :class:`kafkawire.client.client.Client` for the calls, and
+``kafkawire.protocol.error_codes`` for the exceptions error responses raise.
+"""
+from __future__ import annotations
+
+from kafkawire.client.client import Client
+from kafkawire.client.cluster import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+from kafkawire.client.connection import BrokerConnection, Pending
+from kafkawire.client.exceptions import (ClientClosedError, ClientError, KafkaConnectionError,
+                                         NoBrokersAvailableError, RequestTimeoutError)
+from kafkawire.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
+from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
+                                      ProduceResult, ProducerRecord, TopicResult)
+from kafkawire.protocol.error_codes import BrokerResponseError, RetriableBrokerError
+
+__all__ = ["Client", "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo",
+           "BrokerConnection", "Pending", "ClientError", "ClientClosedError",
+           "KafkaConnectionError", "NoBrokersAvailableError", "RequestTimeoutError",
+           "DefaultPartitioner", "murmur2", "partition_for_key", "FetchResult",
+           "OffsetAndMetadata", "OffsetResult", "ProduceResult", "ProducerRecord", "TopicResult",
+           "BrokerResponseError", "RetriableBrokerError"]

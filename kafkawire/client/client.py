@@ -1,0 +1,707 @@
+"""``kafkawire.Client``: a small blocking Kafka client on top of ``kafkawire.protocol``.
+
+One connection per broker, opened on first use, with the API versions
+negotiated right after connecting (for each API, the highest version both
+sides speak).  Metadata is cached and refreshed when an answer shows it is
+stale.  Every call takes ``timeout_ms`` (default ``request_timeout_ms``), the
+whole budget for the call including retries.  Requests to different brokers
+are all written before any response is read, and several requests may be in
+flight on one connection (see :meth:`Client.send`).
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union)
+
+from kafkawire.client import _api as A
+from kafkawire.client.cluster import (STALE_METADATA_CODES, BrokerInfo, ClusterMetadata,
+                                      parse_bootstrap)
+from kafkawire.client.connection import BrokerConnection, Pending
+from kafkawire.client.exceptions import (ClientClosedError, KafkaConnectionError,
+                                         NoBrokersAvailableError, RequestTimeoutError)
+from kafkawire.client.partitioner import DefaultPartitioner
+from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
+                                      ProduceResult, TopicResult, as_producer_record)
+from kafkawire.errors import ProtocolError, UnsupportedVersionError
+from kafkawire.protocol.error_codes import BrokerResponseError, error_code, make_error
+
+__all__ = ["Client"]
+
+_COORDINATOR_RETRY = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
+_NOT_CONTROLLER = 41
+_OFFSET_SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
+_ACKS = {0: 0, 1: 1, -1: -1, "all": -1, "0": 0, "1": 1, "-1": -1}
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+        self.seconds = seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def check(self, what: str) -> float:
+        left = self.left()
+        if left <= 0:
+            raise RequestTimeoutError(f"{what} did not finish within {self.seconds * 1000:.0f} ms; "
+                                      "raise timeout_ms / request_timeout_ms if the cluster is slow")
+        return left
+
+
+class Client:
+    """A blocking client for one Kafka cluster.
+
+    ``bootstrap_servers``: ``"host:port,host2:port"`` or a list.  Use as a
+    context manager or call :meth:`close`.
+    """
+
+    def __init__(self, bootstrap_servers: Union[str, Sequence[Any]], *,
+                 client_id: str = "kafkawire", request_timeout_ms: int = 30_000,
+                 connect_timeout_ms: int = 10_000, metadata_max_age_ms: int = 300_000,
+                 retries: int = 5, retry_backoff_ms: int = 100,
+                 max_frame_size: int = 104_857_600, partitioner=None,
+                 allow_auto_create_topics: bool = False) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.request_timeout = request_timeout_ms / 1000.0
+        self.connect_timeout = connect_timeout_ms / 1000.0
+        self.retries = retries
+        self.retry_backoff = retry_backoff_ms / 1000.0
+        self.max_frame_size = max_frame_size
+        self.allow_auto_create_topics = allow_auto_create_topics
+        self.partitioner = partitioner or DefaultPartitioner()
+        self.cluster = ClusterMetadata(metadata_max_age_ms / 1000.0)
+        self._conns: Dict[Any, BrokerConnection] = {}
+        self._coordinators: Dict[str, int] = {}
+        self._closed = False
+
+    # ------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Close every connection (idempotent)."""
+        self._closed = True
+        conns, self._conns = list(self._conns.values()), {}
+        for c in conns:
+            c.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<kafkawire.Client {','.join(f'{h}:{p}' for h, p in self.bootstrap)} "
+                f"connections={len(self._conns)}{' closed' if self._closed else ''}>")
+
+    # ---------------------------------------------------------- connections
+    def _open(self, key, host: str, port: int, node_id: Optional[int]) -> BrokerConnection:
+        if self._closed:
+            raise ClientClosedError("this Client was closed; create a new one")
+        conn = self._conns.get(key)
+        if conn is not None and conn.connected:
+            return conn
+        conn = BrokerConnection(host, port, node_id=node_id, connect_timeout=self.connect_timeout,
+                                request_timeout=self.request_timeout,
+                                max_frame_size=self.max_frame_size)
+        conn.connect()
+        try:
+            self._negotiate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conns[key] = conn
+        return conn
+
+    def _negotiate(self, conn: BrokerConnection) -> None:
+        """ApiVersions: learn the broker's ranges; step down if it rejects our version.
+
+        A broker that does not speak our ApiVersions version answers
+        UNSUPPORTED_VERSION in the v0 layout, listing the versions it does speak.
+        """
+        version = A.max_version(A.API_VERSIONS)
+        for _ in range(3):
+            cid = conn.next_correlation_id()
+            frame = A.encode_request(A.api_versions_request(self.client_id), version, cid,
+                                     self.client_id)
+            payload = conn.send(frame, cid, A.API_VERSIONS, version).result(self.request_timeout)
+            try:
+                resp = A.decode_response(A.API_VERSIONS, version, payload)
+            except ProtocolError:
+                if version == 0:
+                    raise
+                resp = A.decode_response(A.API_VERSIONS, 0, payload)
+            if resp.error_code == 35 and version > 0:
+                theirs = {k.api_key: k.max_version for k in resp.api_keys}
+                version = min(theirs.get(A.API_VERSIONS, 0), version - 1)
+                continue
+            if resp.error_code:
+                raise make_error(resp.error_code, api="ApiVersions")
+            conn.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            conn.api_versions_version = version
+            return
+        raise UnsupportedVersionError(f"{conn.host}:{conn.port} accepts no ApiVersions version "
+                                      "kafkawire speaks")
+
+    def _node(self, node_id: int) -> BrokerConnection:
+        info = self.cluster.broker(node_id)
+        if info is None:
+            self._refresh(())
+            info = self.cluster.broker(node_id)
+            if info is None:
+                raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
+        return self._open(node_id, info.host, info.port, node_id)
+
+    def _any(self) -> BrokerConnection:
+        """A connection to any live broker: an open one, a known one, then the bootstrap list."""
+        for key, conn in self._conns.items():
+            if conn.connected:
+                return conn
+        errors = []
+        candidates = [(b.node_id, b.host, b.port, b.node_id) for b in self.cluster.brokers.values()]
+        candidates += [(("bootstrap", h, p), h, p, None) for h, p in self.bootstrap]
+        for key, host, port, node in candidates:
+            try:
+                return self._open(key, host, port, node)
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                errors.append(f"{host}:{port}: {exc}")
+        raise NoBrokersAvailableError("no broker reachable: " + "; ".join(errors))
+
+    def _drop(self, conn: BrokerConnection) -> None:
+        for key, c in list(self._conns.items()):
+            if c is conn:
+                del self._conns[key]
+        conn.close()
+
+    def api_version(self, api_key: int, node_id: Optional[int] = None) -> int:
+        """The version used for ``api_key`` with that broker (any broker when None)."""
+        conn = self._any() if node_id is None else self._node(node_id)
+        return self._version(conn, api_key)
+
+    @staticmethod
+    def _version(conn: BrokerConnection, api_key: int) -> int:
+        ours_min, ours_max = A.min_version(api_key), A.max_version(api_key)
+        theirs = conn.api_versions.get(api_key)
+        if theirs is None:
+            raise UnsupportedVersionError(
+                f"broker {conn.host}:{conn.port} does not support {A.api_name(api_key)} "
+                f"(API key {api_key})")
+        lo, hi = max(ours_min, theirs[0]), min(ours_max, theirs[1])
+        if lo > hi:
+            raise UnsupportedVersionError(
+                f"no common {A.api_name(api_key)} version: kafkawire speaks v{ours_min}-{ours_max}, "
+                f"{conn.host}:{conn.port} v{theirs[0]}-{theirs[1]}")
+        return hi
+
+    # ---------------------------------------------------------- raw requests
+    def send(self, message, *, node_id: Optional[int] = None, version: Optional[int] = None,
+             timeout_ms: Optional[int] = None, expect_response: bool = True) -> Optional[Pending]:
+        """Write ``message`` to a broker without waiting; ``.result()`` on the return value reads it.
+
+        Several sends to the same broker are pipelined on its one connection.
+        ``version`` defaults to the negotiated one.
+        """
+        conn = self._any() if node_id is None else self._node(node_id)
+        return self._send(conn, message, version, timeout_ms, expect_response)
+
+    def _send(self, conn: BrokerConnection, message, version: Optional[int],
+              timeout_ms: Optional[float], expect_response: bool = True) -> Optional[Pending]:
+        api_key = A.api_key_of(message)
+        if version is None:
+            version = self._version(conn, api_key)
+        cid = conn.next_correlation_id()
+        frame = A.encode_request(message, version, cid, self.client_id)
+        timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000.0
+        return conn.send(frame, cid, api_key, version, expect_response=expect_response,
+                         timeout=timeout,
+                         decode=lambda f, k=api_key, v=version: A.decode_response(k, v, f))
+
+    def request(self, message, *, node_id: Optional[int] = None, version: Optional[int] = None,
+                timeout_ms: Optional[int] = None):
+        """Send ``message`` and return the decoded response (no retries, no error checks)."""
+        p = self.send(message, node_id=node_id, version=version, timeout_ms=timeout_ms)
+        return p.result(None if timeout_ms is None else timeout_ms / 1000.0)
+
+    # ------------------------------------------------------------- metadata
+    def _refresh(self, topics: Optional[Sequence[str]], *, deadline: Optional[_Deadline] = None,
+                 auto_create: Optional[bool] = None):
+        deadline = deadline or _Deadline(self.request_timeout)
+        auto = self.allow_auto_create_topics if auto_create is None else auto_create
+        last: Optional[BaseException] = None
+        for _ in range(max(1, len(self.cluster.brokers) + len(self.bootstrap))):
+            conn = self._any()
+            try:
+                version = self._version(conn, A.METADATA)
+                req = A.metadata_request(topics, auto, version)
+                resp = self._send(conn, req, version, None).result(deadline.check("Metadata"))
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                last = exc
+                self._drop(conn)
+                continue
+            self.cluster.update(resp, all_topics=topics is None)
+            return resp
+        raise NoBrokersAvailableError(f"metadata refresh failed on every broker: {last}")
+
+    def metadata(self, topics: Optional[Iterable[str]] = None, *,
+                 allow_auto_topic_creation: Optional[bool] = None,
+                 timeout_ms: Optional[int] = None) -> ClusterMetadata:
+        """Fetch metadata for ``topics`` (all topics when None) and return the updated cache.
+
+        ``result.brokers`` maps node id -> BrokerInfo, ``result.topics`` name ->
+        TopicInfo (``.partitions`` -> PartitionInfo with leader/replicas/isr).
+        A topic's ``error_code`` is left for the caller to inspect.
+        """
+        topics = None if topics is None else [topics] if isinstance(topics, str) else list(topics)
+        self._refresh(topics, deadline=self._deadline(timeout_ms),
+                      auto_create=allow_auto_topic_creation)
+        return self.cluster
+
+    def _deadline(self, timeout_ms: Optional[float]) -> _Deadline:
+        return _Deadline(self.request_timeout if timeout_ms is None else timeout_ms / 1000.0)
+
+    def _topic(self, topic: str, deadline: _Deadline):
+        """The topic's metadata, refreshing (and retrying while leaders are elected) as needed."""
+        for attempt in range(self.retries + 1):
+            if self.cluster.needs_refresh([topic]):
+                self._refresh([topic], deadline=deadline)
+            info = self.cluster.topics.get(topic)
+            if info is not None and info.error_code == 0 and info.partitions:
+                return info
+            code = info.error_code if info is not None else 3
+            if code and not error_code(code).retriable or attempt == self.retries:
+                raise make_error(code or 5, api="Metadata", topic=topic)
+            self.cluster.mark_stale([topic])
+            self._backoff(deadline, "Metadata")
+        raise AssertionError("unreachable")
+
+    def _backoff(self, deadline: _Deadline, what: str) -> None:
+        left = deadline.check(what)
+        time.sleep(min(self.retry_backoff, left))
+
+    def _leader_conn(self, topic: str, partition: int, deadline: _Deadline) -> BrokerConnection:
+        info = self._topic(topic, deadline)
+        if partition not in info.partitions:
+            raise make_error(3, f"{topic} has {info.num_partitions} partitions", topic=topic,
+                             partition=partition)
+        leader = self.cluster.leader(topic, partition)
+        if leader is None:
+            self.cluster.mark_stale([topic])
+            raise make_error(5, topic=topic, partition=partition)
+        return self._node(leader)
+
+    def _retrying(self, what: str, deadline: _Deadline, fn):
+        """Run ``fn()``; on stale metadata or broken connections refresh and retry."""
+        attempt = 0
+        while True:
+            try:
+                return fn()
+            except BrokerResponseError as exc:
+                if not exc.retriable or attempt >= self.retries:
+                    raise
+                if exc.code in STALE_METADATA_CODES and exc.topic is not None:
+                    self.cluster.mark_stale([exc.topic])
+            except (KafkaConnectionError, RequestTimeoutError):
+                if attempt >= self.retries or deadline.left() <= 0:
+                    raise
+                self.cluster.mark_stale()
+            attempt += 1
+            self._backoff(deadline, what)
+
+    # -------------------------------------------------------------- produce
+    def produce(self, topic: str, records: Iterable[Any], partition: Optional[int] = None, *,
+                acks: Union[int, str] = 1, compression: str = "none",
+                timeout_ms: Optional[int] = None) -> List[ProduceResult]:
+        """Write ``records`` to ``topic``; return one :class:`ProduceResult` per partition written.
+
+        Records are bytes/str values, ``(key, value)`` tuples, dicts with
+        value/key/headers/timestamp/partition, or ``ProducerRecord``s.  Without
+        ``partition``, keyed records go where Kafka's default partitioner puts
+        them (murmur2) and keyless ones to one partition per call, rotating.
+        ``acks``: 0 (no answer), 1 (leader) or -1/"all" (in-sync replicas).
+        """
+        if acks not in _ACKS:
+            raise ValueError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
+        acks = _ACKS[acks]
+        deadline = self._deadline(timeout_ms)
+        recs = [as_producer_record(r) for r in records]
+        if not recs:
+            return []
+        info = self._topic(topic, deadline)
+        by_partition: Dict[int, list] = defaultdict(list)
+        keyless = None
+        for r in recs:
+            p = r.partition if r.partition is not None else partition
+            if p is None:
+                if r.key is not None:
+                    p = self.partitioner(topic, r.key, info.num_partitions)
+                else:
+                    if keyless is None:
+                        keyless = self.partitioner(topic, None, info.num_partitions,
+                                                   info.available_partitions())
+                    p = keyless
+            if p not in info.partitions:
+                raise ValueError(f"{topic} has partitions 0..{info.num_partitions - 1}, "
+                                 f"not {p}")
+            by_partition[p].append(r)
+        now = int(time.time() * 1000)
+        batches = {p: (A.build_batch(rs, compression, now), len(rs))
+                   for p, rs in by_partition.items()}
+        results: Dict[int, ProduceResult] = {}
+        todo = sorted(batches)
+        attempt = 0
+        while todo:
+            failed, error = self._produce_round(topic, todo, batches, acks, deadline, results)
+            if not failed:
+                break
+            if attempt >= self.retries or not getattr(error, "retriable", True):
+                raise error
+            attempt += 1
+            self.cluster.mark_stale([topic])
+            self._backoff(deadline, "Produce")
+            self._topic(topic, deadline)
+            todo = failed
+        return [results[p] for p in sorted(results)]
+
+    def _produce_round(self, topic, partitions, batches, acks, deadline, results):
+        by_leader: Dict[int, List[int]] = defaultdict(list)
+        failed: List[int] = []
+        error: Optional[BaseException] = None
+        for p in partitions:
+            leader = self.cluster.leader(topic, p)
+            if leader is None:
+                failed.append(p)
+                error = make_error(5, api="Produce", topic=topic, partition=p)
+            else:
+                by_leader[leader].append(p)
+        pendings = []
+        timeout_ms = max(1, int(deadline.left() * 1000))
+        for leader, ps in by_leader.items():
+            try:
+                conn = self._node(leader)
+                req = A.produce_request(topic, {p: batches[p][0] for p in ps}, acks, timeout_ms)
+                pendings.append((leader, ps, conn, self._send(conn, req, None, timeout_ms,
+                                                              expect_response=acks != 0)))
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                self.cluster.mark_stale()
+                failed.extend(ps)
+                error = exc
+        for leader, ps, conn, pending in pendings:
+            if pending is None:
+                for p in ps:
+                    results[p] = ProduceResult(topic, p, -1, batches[p][1])
+                continue
+            try:
+                resp = pending.result(max(deadline.left(), 0.001))
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                self._drop(conn)
+                self.cluster.mark_stale()
+                failed.extend(ps)
+                error = exc
+                continue
+            for pr in A.produce_partitions(resp):
+                p = pr.index
+                if pr.error_code:
+                    err = make_error(pr.error_code, getattr(pr, "error_message", None),
+                                     api="Produce", topic=topic, partition=p)
+                    if not err.retriable:
+                        raise err
+                    failed.append(p)
+                    error = err
+                else:
+                    results[p] = ProduceResult(topic, p, pr.base_offset, batches[p][1],
+                                               getattr(pr, "log_append_time_ms", -1),
+                                               getattr(pr, "log_start_offset", -1))
+        return failed, error
+
+    # ---------------------------------------------------------------- fetch
+    def fetch(self, topic: str, partition: int, offset: int, *, max_wait_ms: int = 500,
+              min_bytes: int = 1, max_bytes: int = 52_428_800,
+              partition_max_bytes: Optional[int] = None, isolation_level: int = 0,
+              verify_crc: bool = False, timeout_ms: Optional[int] = None) -> FetchResult:
+        """Read from ``offset`` (long poll: up to ``max_wait_ms`` for ``min_bytes``).
+
+        Returns a :class:`FetchResult` whose ``batches`` come from
+        ``kafkawire.iter_batches`` over the response's records bytes.
+        """
+        if timeout_ms is None:
+            timeout_ms = self.request_timeout * 1000 + max_wait_ms
+        deadline = self._deadline(timeout_ms)
+        pmax = max_bytes if partition_max_bytes is None else partition_max_bytes
+
+        def once():
+            conn = self._leader_conn(topic, partition, deadline)
+            version = self._version(conn, A.FETCH)
+            topic_id = self.cluster.topics[topic].topic_id
+            req = A.fetch_request(topic, topic_id, partition, offset, max_wait_ms, min_bytes,
+                                  max_bytes, pmax, isolation_level, version,
+                                  self.cluster.topics[topic].partitions[partition].leader_epoch)
+            try:
+                resp = self._send(conn, req, version, None).result(deadline.check("Fetch"))
+            except (KafkaConnectionError, RequestTimeoutError):
+                self._drop(conn)
+                raise
+            if getattr(resp, "error_code", 0):
+                raise make_error(resp.error_code, api="Fetch", topic=topic, partition=partition)
+            pr = A.fetch_partition(resp, topic, topic_id, partition)
+            if pr.error_code:
+                raise make_error(pr.error_code, api="Fetch", topic=topic, partition=partition)
+            return A.fetch_result(topic, partition, offset, pr, verify_crc)
+
+        return self._retrying("Fetch", deadline, once)
+
+    # ---------------------------------------------------------- list offsets
+    def list_offsets(self, topic: str, partition: int, spec: Union[str, int] = "latest", *,
+                     isolation_level: int = 0, timeout_ms: Optional[int] = None) -> OffsetResult:
+        """``"earliest"``, ``"latest"``, ``"max_timestamp"`` or a timestamp in ms.
+
+        For a timestamp, the result is the first offset whose timestamp is at
+        or after it (offset -1 when there is none).
+        """
+        if isinstance(spec, str):
+            if spec not in _OFFSET_SPECS:
+                raise ValueError(f"offset spec must be one of {sorted(_OFFSET_SPECS)} or a "
+                                 f"timestamp in ms, not {spec!r}")
+            ts = _OFFSET_SPECS[spec]
+        else:
+            ts = int(spec)
+        deadline = self._deadline(timeout_ms)
+
+        def once():
+            conn = self._leader_conn(topic, partition, deadline)
+            version = self._version(conn, A.LIST_OFFSETS)
+            req = A.list_offsets_request(topic, partition, ts, isolation_level, version)
+            try:
+                resp = self._send(conn, req, version, None).result(deadline.check("ListOffsets"))
+            except (KafkaConnectionError, RequestTimeoutError):
+                self._drop(conn)
+                raise
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.partition_index != partition:
+                        continue
+                    if p.error_code:
+                        raise make_error(p.error_code, api="ListOffsets", topic=topic,
+                                         partition=partition)
+                    return OffsetResult(topic, partition, p.offset, p.timestamp,
+                                        getattr(p, "leader_epoch", -1))
+            raise make_error(3, "partition missing from ListOffsets response", api="ListOffsets",
+                             topic=topic, partition=partition)
+
+        return self._retrying("ListOffsets", deadline, once)
+
+    # ---------------------------------------------------------- coordinators
+    def find_coordinator(self, group: str, *, key_type: int = 0,
+                         timeout_ms: Optional[int] = None) -> BrokerInfo:
+        """The broker coordinating ``group`` (key_type 1: a transactional id)."""
+        deadline = self._deadline(timeout_ms)
+        attempt = 0
+        while True:
+            conn = self._any()
+            version = self._version(conn, A.FIND_COORDINATOR)
+            req = A.find_coordinator_request(group, key_type, version)
+            try:
+                resp = self._send(conn, req, version, None).result(
+                    deadline.check("FindCoordinator"))
+            except (KafkaConnectionError, RequestTimeoutError):
+                self._drop(conn)
+                if attempt >= self.retries:
+                    raise
+                attempt += 1
+                continue
+            code, msg, node, host, port = A.coordinator_of(resp, group)
+            if code == 0:
+                info = BrokerInfo(node, host, port)
+                self._coordinators[group] = node
+                if self.cluster.broker(node) != info:
+                    self.cluster.brokers[node] = info
+                return info
+            err = make_error(code, msg, api="FindCoordinator", group=group)
+            if not err.retriable or attempt >= self.retries:
+                raise err
+            attempt += 1
+            self._backoff(deadline, "FindCoordinator")
+
+    def _coordinator_call(self, group: str, what: str, deadline: _Deadline, fn):
+        attempt = 0
+        while True:
+            node = self._coordinators.get(group)
+            if node is None:
+                node = self.find_coordinator(group, timeout_ms=deadline.check(what) * 1000).node_id
+            try:
+                conn = self._node(node)
+                return fn(conn)
+            except BrokerResponseError as exc:
+                if exc.code not in _COORDINATOR_RETRY and not exc.retriable or \
+                        attempt >= self.retries:
+                    raise
+                if exc.code in _COORDINATOR_RETRY:
+                    self._coordinators.pop(group, None)
+            except (KafkaConnectionError, RequestTimeoutError):
+                self._coordinators.pop(group, None)
+                if attempt >= self.retries:
+                    raise
+            attempt += 1
+            self._backoff(deadline, what)
+
+    def commit_offsets(self, group: str,
+                       offsets: Mapping[Tuple[str, int], Union[int, Tuple[int, str],
+                                                               OffsetAndMetadata]], *,
+                       generation_id: int = -1, member_id: str = "",
+                       timeout_ms: Optional[int] = None) -> None:
+        """Commit ``{(topic, partition): offset}`` for ``group`` (simple, group-less commit by default).
+
+        A value may be an ``int``, ``(offset, metadata)`` or ``OffsetAndMetadata``.
+        """
+        norm: Dict[Tuple[str, int], OffsetAndMetadata] = {}
+        for tp, v in offsets.items():
+            if isinstance(v, OffsetAndMetadata):
+                norm[tp] = v
+            elif isinstance(v, tuple):
+                norm[tp] = OffsetAndMetadata(int(v[0]), v[1])
+            else:
+                norm[tp] = OffsetAndMetadata(int(v))
+        deadline = self._deadline(timeout_ms)
+
+        def call(conn):
+            version = self._version(conn, A.OFFSET_COMMIT)
+            req = A.offset_commit_request(group, norm, generation_id, member_id, version)
+            try:
+                resp = self._send(conn, req, version, None).result(deadline.check("OffsetCommit"))
+            except (KafkaConnectionError, RequestTimeoutError):
+                self._drop(conn)
+                raise
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        raise make_error(p.error_code, api="OffsetCommit", group=group,
+                                         topic=t.name, partition=p.partition_index)
+
+        self._coordinator_call(group, "OffsetCommit", deadline, call)
+
+    def fetch_offsets(self, group: str, partitions: Optional[Iterable[Tuple[str, int]]] = None, *,
+                      timeout_ms: Optional[int] = None) -> Dict[Tuple[str, int], OffsetAndMetadata]:
+        """The group's committed offsets for ``partitions`` (all of them when None)."""
+        parts = None if partitions is None else list(partitions)
+        deadline = self._deadline(timeout_ms)
+
+        def call(conn):
+            version = self._version(conn, A.OFFSET_FETCH)
+            req = A.offset_fetch_request(group, parts, version)
+            try:
+                resp = self._send(conn, req, version, None).result(deadline.check("OffsetFetch"))
+            except (KafkaConnectionError, RequestTimeoutError):
+                self._drop(conn)
+                raise
+            code, topics = A.offset_fetch_topics(resp, group)
+            if code:
+                raise make_error(code, api="OffsetFetch", group=group)
+            out = {}
+            for t in topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        raise make_error(p.error_code, api="OffsetFetch", group=group,
+                                         topic=t.name, partition=p.partition_index)
+                    out[(t.name, p.partition_index)] = OffsetAndMetadata(
+                        p.committed_offset, p.metadata, getattr(p, "committed_leader_epoch", -1))
+            return out
+
+        return self._coordinator_call(group, "OffsetFetch", deadline, call)
+
+    # ---------------------------------------------------------------- admin
+    def _controller_call(self, what: str, deadline: _Deadline, fn):
+        attempt = 0
+        while True:
+            if self.cluster.controller_id < 0 or self.cluster.needs_refresh():
+                self._refresh(None, deadline=deadline)
+            node = self.cluster.controller_id
+            conn = self._node(node) if node >= 0 else self._any()
+            try:
+                return fn(conn)
+            except BrokerResponseError as exc:
+                if exc.code != _NOT_CONTROLLER and not exc.retriable or attempt >= self.retries:
+                    raise
+                self.cluster.mark_stale()
+            except (KafkaConnectionError, RequestTimeoutError):
+                self._drop(conn)
+                self.cluster.mark_stale()
+                if attempt >= self.retries:
+                    raise
+            attempt += 1
+            self._backoff(deadline, what)
+
+    def create_topics(self, topics: Union[str, Iterable[Any]], *, num_partitions: int = 1,
+                      replication_factor: int = 1, configs: Optional[Mapping[str, str]] = None,
+                      validate_only: bool = False, raise_errors: bool = True,
+                      timeout_ms: Optional[int] = None) -> Dict[str, TopicResult]:
+        """Create topics: names, or dicts with name/num_partitions/replication_factor/configs.
+
+        With ``raise_errors`` the first per-topic error is raised (use
+        ``raise_errors=False`` to get every result, e.g. to ignore
+        TOPIC_ALREADY_EXISTS).
+        """
+        specs = []
+        for t in ([topics] if isinstance(topics, str) else topics):
+            if isinstance(t, str):
+                t = {"name": t}
+            specs.append({"name": t["name"],
+                          "num_partitions": t.get("num_partitions", num_partitions),
+                          "replication_factor": t.get("replication_factor", replication_factor),
+                          "configs": dict(t.get("configs", configs) or {})})
+        deadline = self._deadline(timeout_ms)
+
+        def call(conn):
+            version = self._version(conn, A.CREATE_TOPICS)
+            req = A.create_topics_request(specs, int(max(deadline.left(), 0.001) * 1000),
+                                          validate_only, version)
+            resp = self._send(conn, req, version, None).result(deadline.check("CreateTopics"))
+            out = {}
+            for t in resp.topics:
+                err = None
+                if t.error_code:
+                    err = make_error(t.error_code, getattr(t, "error_message", None),
+                                     api="CreateTopics", topic=t.name)
+                    if t.error_code == _NOT_CONTROLLER:
+                        raise err
+                out[t.name] = TopicResult(t.name, err, getattr(t, "num_partitions", -1),
+                                          getattr(t, "replication_factor", -1),
+                                          getattr(t, "topic_id", None))
+            return out
+
+        out = self._controller_call("CreateTopics", deadline, call)
+        self.cluster.mark_stale(out)
+        if raise_errors:
+            for r in out.values():
+                if r.error is not None:
+                    raise r.error
+        return out
+
+    def delete_topics(self, topics: Union[str, Iterable[str]], *, raise_errors: bool = True,
+                      timeout_ms: Optional[int] = None) -> Dict[str, TopicResult]:
+        """Delete topics by name; see :meth:`create_topics` for ``raise_errors``."""
+        names = [topics] if isinstance(topics, str) else list(topics)
+        deadline = self._deadline(timeout_ms)
+
+        def call(conn):
+            version = self._version(conn, A.DELETE_TOPICS)
+            req = A.delete_topics_request(names, int(max(deadline.left(), 0.001) * 1000), version)
+            resp = self._send(conn, req, version, None).result(deadline.check("DeleteTopics"))
+            out = {}
+            for t in A.delete_topics_results(resp):
+                err = None
+                if t.error_code:
+                    err = make_error(t.error_code, getattr(t, "error_message", None),
+                                     api="DeleteTopics", topic=t.name)
+                    if t.error_code == _NOT_CONTROLLER:
+                        raise err
+                out[t.name] = TopicResult(t.name, err, topic_id=getattr(t, "topic_id", None))
+            return out
+
+        out = self._controller_call("DeleteTopics", deadline, call)
+        for name in out:
+            self.cluster.topics.pop(name, None)
+        if raise_errors:
+            for r in out.values():
+                if r.error is not None:
+                    raise r.error
+        return out
