@@ -246,10 +246,10 @@ class Log:
                         yield rec
 
     # -- checking -----------------------------------------------------------
-    def verify(self, *, check_indexes: bool = True):
+    def verify(self, *, check_indexes: bool = True, deep: bool = False):
         """Check every batch and index entry; a :class:`~kafkawire.log.verify.VerifyReport`."""
         from kafkawire.log.verify import verify_log
-        return verify_log(self, check_indexes=check_indexes)
+        return verify_log(self, check_indexes=check_indexes, deep=deep)
 
     def recover(self, apply: bool = False, **kwargs):
         """Kafka's ``LogSegment.recover`` over every segment (dry run unless ``apply``)."""

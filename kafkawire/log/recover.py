@@ -1,0 +1,194 @@
+"""``recover``: Kafka's ``LogSegment.recover`` — keep the longest valid prefix, rebuild indexes.
+
+For each segment, batches are read from the start while they are valid
+(Kafka's ``ensureValid``: complete, sane length, known magic, CRC matching;
+plus ``ensureOffsetInRange``: the last offset fits the segment's int32
+relative offsets).  The first invalid batch and everything after it are cut;
+as the broker does after a truncation, later segments are taken out of the
+log too.  Indexes are rebuilt by the broker's ``index.interval.bytes`` rule.
+
+Nothing is destroyed: a dry run (the default) only reports.  With
+``apply=True`` the cut bytes are first saved beside the segment as
+``<base>.log.cut-<time>`` (later segments' files are renamed the same way),
+then the ``.log`` is truncated and fresh ``.index``/``.timeindex`` are
+written (through a temporary file and an atomic rename).  Files named
+``*.cut-*`` are ignored by every reader.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional
+
+from kafkawire import _scan_common as C
+from kafkawire.log.index import (DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder, load_offset_index,
+                                 load_time_index)
+from kafkawire.log.txnindex import pack_txn_entry, read_txn_index
+from kafkawire.log.verify import _STATUS_TEXT
+
+_INT32_MAX = 0x7FFFFFFF
+
+
+@dataclass
+class SegmentRecovery:
+    """What recovery found (and did) for one segment."""
+
+    path: str
+    size: int
+    valid_bytes: int
+    batches: int
+    problem: Optional[str] = None          # why the valid prefix ends early
+    problem_position: Optional[int] = None
+    index_rebuilt: bool = False            # the on-disk indexes differ from the rebuilt ones
+    saved_to: Optional[str] = None         # where the cut bytes were saved (apply only)
+    next_offset: int = -1                  # one past the last offset kept
+
+    @property
+    def truncated_bytes(self) -> int:
+        return self.size - self.valid_bytes
+
+
+@dataclass
+class RecoverReport:
+    """Per-segment results; ``clean`` when nothing had to be cut or rebuilt."""
+
+    applied: bool
+    segments: List[SegmentRecovery] = field(default_factory=list)
+    removed_segments: List[str] = field(default_factory=list)   # later segments taken out
+    saved_files: List[str] = field(default_factory=list)
+
+    @property
+    def truncated_bytes(self) -> int:
+        return sum(s.truncated_bytes for s in self.segments)
+
+    @property
+    def clean(self) -> bool:
+        return not self.removed_segments and all(
+            s.truncated_bytes == 0 and not s.index_rebuilt for s in self.segments)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["truncated_bytes"] = self.truncated_bytes
+        d["clean"] = self.clean
+        return d
+
+    def __str__(self) -> str:
+        mode = "applied" if self.applied else "dry run"
+        lines = [f"recover ({mode}): {len(self.segments)} segments, {self.truncated_bytes} bytes to cut"]
+        for s in self.segments:
+            if s.truncated_bytes or s.index_rebuilt:
+                what = []
+                if s.truncated_bytes:
+                    what.append(f"keep {s.valid_bytes} of {s.size} bytes ({s.problem} at position "
+                                f"{s.problem_position})")
+                if s.index_rebuilt:
+                    what.append("rebuild indexes")
+                if s.saved_to:
+                    what.append(f"cut bytes saved to {s.saved_to}")
+                lines.append(f"  {s.path}: " + "; ".join(what))
+        for p in self.removed_segments:
+            lines.append(f"  {p}: after the truncation point, taken out of the log")
+        return "\n".join(lines)
+
+
+def _recover_segment(seg, interval: int):
+    """``(SegmentRecovery, IndexBuilder)`` for one segment, without touching files."""
+    b = IndexBuilder(seg.base_offset, interval)
+    rows, stop, status = seg.scan(0, -1, -1, True)
+    valid = 0
+    n = 0
+    next_offset = seg.base_offset
+    problem = None
+    for r in rows.tolist():
+        if r[C.LAST_OFFSET] - seg.base_offset > _INT32_MAX or r[C.LAST_OFFSET] < seg.base_offset:
+            problem = (f"offset {r[C.LAST_OFFSET]} does not fit segment {seg.base_offset}'s "
+                       "relative offsets")
+            break
+        b.append(r[C.POSITION], r[C.SIZE], r[C.LAST_OFFSET], r[C.MAX_TIMESTAMP], r[C.LAST_OFFSET])
+        valid = r[C.POSITION] + r[C.SIZE]
+        next_offset = r[C.LAST_OFFSET] + 1
+        n += 1
+    else:
+        if status != C.OK:
+            problem = _STATUS_TEXT.get(status, ("corrupt", "unreadable batch"))[1]
+    b.finish()
+    rec = SegmentRecovery(seg.path, seg.size, valid, n, problem, valid if problem else None,
+                          next_offset=next_offset)
+    on_disk_off = load_offset_index(seg.files.index, seg.base_offset, seg.size)
+    on_disk_time = load_time_index(seg.files.timeindex, seg.base_offset)
+    rec.index_rebuilt = (on_disk_off.status != "ok" or on_disk_time.status != "ok"
+                         or list(on_disk_off) != b.offset_entries
+                         or list(on_disk_time) != b.time_entries)
+    return rec, b
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    tmp = path + ".kafkawire-tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _stem(seg) -> str:
+    return seg.path[:-len(".log")]
+
+
+def recover_log(log, apply: bool = False, *,
+                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> RecoverReport:
+    """Recover every segment of ``log``; see the module docstring."""
+    report = RecoverReport(applied=apply)
+    plans = []
+    cut_at = None
+    for i, seg in enumerate(log.segments):
+        rec, builder = _recover_segment(seg, index_interval_bytes)
+        report.segments.append(rec)
+        plans.append((seg, rec, builder))
+        if rec.truncated_bytes:
+            cut_at = i
+            break
+    later = log.segments[cut_at + 1:] if cut_at is not None else []
+    for seg in later:
+        report.removed_segments.append(seg.path)
+    if not apply:
+        return report
+
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
+    log.close()  # no mmap may outlive a truncation (touching cut pages would crash the reader)
+    for seg, rec, builder in plans:
+        stem = _stem(seg)
+        if rec.truncated_bytes:
+            saved = f"{seg.path}.cut-{stamp}"
+            with open(seg.path, "rb") as src, open(saved, "wb") as dst:
+                src.seek(rec.valid_bytes)
+                while True:
+                    chunk = src.read(1 << 20)
+                    if not chunk:
+                        break
+                    dst.write(chunk)
+                dst.flush()
+                os.fsync(dst.fileno())
+            rec.saved_to = saved
+            report.saved_files.append(saved)
+            with open(seg.path, "r+b") as f:
+                f.truncate(rec.valid_bytes)
+                f.flush()
+                os.fsync(f.fileno())
+            txns = [t for t in read_txn_index(seg.files.txnindex) if t.last_offset < rec.next_offset]
+            if seg.files.txnindex:
+                _write_atomic(seg.files.txnindex, b"".join(pack_txn_entry(t) for t in txns))
+        if rec.index_rebuilt or rec.truncated_bytes:
+            _write_atomic(stem + ".index", builder.offset_index_bytes())
+            _write_atomic(stem + ".timeindex", builder.time_index_bytes())
+    for seg in later:
+        for p in (seg.files.log, seg.files.index, seg.files.timeindex, seg.files.txnindex):
+            if p and os.path.exists(p):
+                saved = f"{p}.cut-{stamp}"
+                os.replace(p, saved)
+                report.saved_files.append(saved)
+    log.segments = []
+    log.refresh()
+    return report
+

@@ -1,0 +1,211 @@
+"""``verify``: walk every batch and index entry of a log and report each problem found.
+
+Batches are checked from their headers in one pass (``K.scan_batches`` with
+CRC on): CRC, lengths, magic, attribute bits, offsets increasing and inside
+the segment's range; ``deep=True`` also decodes every batch (compressed
+payloads and record structure).  Index entries are checked against the
+batches found: offset entries must point at a batch boundary, after every
+batch holding smaller offsets and at a batch that does not start past the
+entry's offset; time entries must name a batch whose max timestamp they
+carry.  Problems are collected, not raised: a report tells what, where
+(segment, byte position) and which offset.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional
+
+from kafkawire import _scan_common as C
+from kafkawire.errors import KafkaWireError
+from kafkawire.log.index import load_offset_index, load_time_index
+
+_INT32_MAX = 0x7FFFFFFF
+_V2_KNOWN_ATTRS = 0x7F
+_LEGACY_KNOWN_ATTRS = {0: 0x07, 1: 0x0F}
+_STATUS_TEXT = {
+    C.PARTIAL: ("truncated", "incomplete batch at the end of the segment (a write cut short)"),
+    C.CORRUPT_LENGTH: ("length", "batch length field is invalid (a length of 0 means a zero-filled tail)"),
+    C.BAD_MAGIC: ("magic", "unknown magic byte"),
+    C.CRC_MISMATCH: ("crc", "CRC mismatch: the batch bytes were changed after it was written"),
+}
+
+
+@dataclass
+class Problem:
+    """One thing wrong: where (segment path, byte position, offset) and what."""
+
+    segment: str
+    position: Optional[int]
+    offset: Optional[int]
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        where = [self.segment]
+        if self.position is not None:
+            where.append(f"position {self.position}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        return f"{', '.join(where)}: {self.kind}: {self.message}"
+
+
+@dataclass
+class VerifyReport:
+    """Everything :func:`verify_log` found; ``ok`` when ``problems`` is empty."""
+
+    problems: List[Problem] = field(default_factory=list)
+    segments: int = 0
+    batches: int = 0
+    bytes: int = 0
+    index_entries: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def add(self, segment: str, position, offset, kind: str, message: str) -> None:
+        self.problems.append(Problem(segment, position, offset, kind, message))
+
+    def merge(self, other: "VerifyReport") -> None:
+        self.problems.extend(other.problems)
+        self.segments += other.segments
+        self.batches += other.batches
+        self.bytes += other.bytes
+        self.index_entries += other.index_entries
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["ok"] = self.ok
+        return d
+
+    def __str__(self) -> str:
+        head = (f"{self.segments} segments, {self.batches} batches, {self.bytes} bytes, "
+                f"{self.index_entries} index entries: ")
+        if self.ok:
+            return head + "no problems"
+        return head + f"{len(self.problems)} problem(s)\n" + "\n".join(f"  {p}" for p in self.problems)
+
+
+def verify_segment(seg, report: VerifyReport, *, check_indexes: bool = True,
+                   deep: bool = False, prev_last: int = -1) -> int:
+    """Check one segment into ``report``; return its last offset (for the next segment)."""
+    path = seg.path
+    report.segments += 1
+    report.bytes += seg.size
+    starts: List[int] = []
+    lasts: List[int] = []
+    bases: List[int] = []
+    max_ts: List[int] = []
+    pos = 0
+    while pos < seg.size:
+        rows, stop, status = seg.scan(pos, -1, -1, True)
+        for r in rows.tolist():
+            p, magic, base, last, attrs = r[C.POSITION], r[C.MAGIC], r[C.BASE_OFFSET], r[C.LAST_OFFSET], r[C.ATTRIBUTES]
+            report.batches += 1
+            if magic == 2:
+                if attrs & ~_V2_KNOWN_ATTRS or (attrs & C.COMPRESSION_MASK) > 4:
+                    report.add(path, p, base, "attributes", f"invalid v2 attributes 0x{attrs:04x}")
+                if last < base:
+                    report.add(path, p, base, "offset", f"last offset {last} below base offset {base}")
+                if r[C.RECORD_COUNT] < 0:
+                    report.add(path, p, base, "length", f"negative record count {r[C.RECORD_COUNT]}")
+            else:
+                if attrs & ~_LEGACY_KNOWN_ATTRS[magic] or (attrs & 0x07) > 3:
+                    report.add(path, p, last, "attributes", f"invalid magic-{magic} attributes 0x{attrs:02x}")
+            first = base if magic == 2 else last
+            if first <= prev_last:
+                report.add(path, p, first, "offset",
+                           f"offsets not increasing: batch starts at {first} after offset {prev_last}")
+            if first < seg.base_offset or last - seg.base_offset > _INT32_MAX:
+                report.add(path, p, first, "offset",
+                           f"offsets {first}..{last} outside the segment's range (base {seg.base_offset})")
+            if deep:
+                _deep_check(seg, p, first, path, report)
+            prev_last = max(prev_last, last)
+            starts.append(p)
+            lasts.append(last)
+            bases.append(first)
+            max_ts.append(r[C.MAX_TIMESTAMP])
+        if status == C.OK:
+            break
+        kind, text = _STATUS_TEXT.get(status, ("corrupt", "unreadable batch"))
+        report.add(path, stop, _offset_at(seg, stop), kind, text)
+        if status == C.CRC_MISMATCH:
+            nxt = stop + 12 + int.from_bytes(seg.buffer[stop + 8:stop + 12], "big")
+            if nxt <= stop or nxt > seg.size:
+                break
+            pos = nxt
+            continue
+        break
+    if check_indexes:
+        _check_indexes(seg, report, starts, bases, lasts, max_ts)
+    return prev_last
+
+
+def _offset_at(seg, pos: int) -> Optional[int]:
+    if pos + 8 <= seg.size:
+        return int.from_bytes(seg.buffer[pos:pos + 8], "big", signed=True)
+    return None
+
+
+def _deep_check(seg, pos: int, offset: int, path: str, report: VerifyReport) -> None:
+    try:
+        batch = seg.batch_at(pos)
+        batch.validate()
+        for _ in batch:
+            pass
+    except KafkaWireError as exc:
+        report.add(path, pos, offset, getattr(exc, "reason", "corrupt"), str(exc))
+
+
+def _check_indexes(seg, report: VerifyReport, starts, bases, lasts, max_ts) -> None:
+    path = seg.path
+    log_last = lasts[-1] if lasts else seg.base_offset - 1
+    if seg.files.index is not None:
+        idx = load_offset_index(seg.files.index, seg.base_offset, seg.size)
+        if idx.status != "ok":
+            report.add(seg.files.index, None, None, "index", idx.problem)
+        for off, pos in idx:
+            report.index_entries += 1
+            i = bisect.bisect_left(starts, pos)
+            if i >= len(starts) or starts[i] != pos:
+                report.add(seg.files.index, pos, off, "index",
+                           f"offset index entry ({off}, {pos}) does not point at a batch")
+            elif bases[i] > off:
+                report.add(seg.files.index, pos, off, "index",
+                           f"offset index entry ({off}, {pos}) points at a batch starting at {bases[i]}")
+            elif i > 0 and lasts[i - 1] >= off:
+                report.add(seg.files.index, pos, off, "index",
+                           f"offset index entry ({off}, {pos}) comes after the batch holding offset "
+                           f"{off} (at position {starts[i - 1]})")
+            elif off > log_last:
+                report.add(seg.files.index, pos, off, "index",
+                           f"offset index entry ({off}, {pos}) is past the log's last offset {log_last}")
+    if seg.files.timeindex is not None:
+        tim = load_time_index(seg.files.timeindex, seg.base_offset)
+        if tim.status != "ok":
+            report.add(seg.files.timeindex, None, None, "timeindex", tim.problem)
+        for ts, off in tim:
+            report.index_entries += 1
+            i = bisect.bisect_left(lasts, off)
+            if i >= len(lasts):
+                report.add(seg.files.timeindex, None, off, "timeindex",
+                           f"time index entry ({ts}, {off}) is past the log's last offset {log_last}")
+            elif max_ts[i] != ts:
+                report.add(seg.files.timeindex, starts[i], off, "timeindex",
+                           f"time index entry ({ts}, {off}) but the batch holding offset {off} has "
+                           f"max timestamp {max_ts[i]}")
+
+
+def verify_log(log, *, check_indexes: bool = True, deep: bool = False) -> VerifyReport:
+    """Check every segment of ``log`` (a :class:`~kafkawire.log.Log`)."""
+    report = VerifyReport()
+    prev_last = -1
+    for seg in log.segments:
+        prev_last = verify_segment(seg, report, check_indexes=check_indexes, deep=deep,
+                                   prev_last=prev_last)
+    return report
