@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import kafkawire
+from kafkawire import _kernels as K
 from kafkawire import protocol as P
 from kafkawire.client.results import FetchResult, OffsetAndMetadata, ProducerRecord
 from kafkawire.records.builder import BatchBuilder
@@ -48,9 +49,22 @@ def encode_request(message, version: int, correlation_id: int, client_id: str) -
 
 
 def decode_response(api_key: int, version: int, payload) -> Any:
-    """Body of a response payload (size prefix already stripped by the connection)."""
-    return P.decode_response(api_key, version, payload, sized=False,
-                             max_frame_size=max(len(payload), 1)).message
+    """Body of a response payload (size prefix already stripped by the connection).
+
+    Decoding is strict; a body followed by stray bytes (librdkafka's mock
+    broker appends one to flexible responses) is accepted the way Kafka's own
+    clients accept it, by ignoring what follows the last field.
+    """
+    try:
+        return P.decode_response(api_key, version, payload, sized=False,
+                                 max_frame_size=max(len(payload), 1)).message
+    except P.MessageDecodeError as exc:
+        if getattr(exc, "reason", None) != "trailing":
+            raise
+    mv = memoryview(payload)
+    header_prog = P.ResponseHeader.program(P.response_header_version(api_key, version))
+    _, pos = K.decode_struct(mv, 0, mv.nbytes, header_prog)
+    return P.response_class(api_key).decode(mv, version, pos=pos, allow_trailing=True)
 
 
 # ------------------------------------------------------------------ requests

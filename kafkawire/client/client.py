@@ -121,28 +121,27 @@ class Client:
         UNSUPPORTED_VERSION in the v0 layout, listing the versions it does speak.
         """
         version = A.max_version(A.API_VERSIONS)
-        for _ in range(3):
+        while True:
             cid = conn.next_correlation_id()
             frame = A.encode_request(A.api_versions_request(self.client_id), version, cid,
                                      self.client_id)
             payload = conn.send(frame, cid, A.API_VERSIONS, version).result(self.request_timeout)
-            try:
-                resp = A.decode_response(A.API_VERSIONS, version, payload)
-            except ProtocolError:
-                if version == 0:
-                    raise
-                resp = A.decode_response(A.API_VERSIONS, 0, payload)
-            if resp.error_code == 35 and version > 0:
-                theirs = {k.api_key: k.max_version for k in resp.api_keys}
-                version = min(theirs.get(A.API_VERSIONS, 0), version - 1)
+            # Response header v0 (correlation id), then the error code, in every version.
+            code = int.from_bytes(payload[4:6], "big", signed=True) if len(payload) >= 6 else -1
+            if code == 35 and version > 0:
+                try:
+                    theirs = {k.api_key: k.max_version
+                              for k in A.decode_response(A.API_VERSIONS, 0, payload).api_keys}
+                except ProtocolError:  # some brokers mangle this answer; step down one
+                    theirs = {}
+                version = min(theirs.get(A.API_VERSIONS, version - 1), version - 1)
                 continue
+            resp = A.decode_response(A.API_VERSIONS, version, payload)
             if resp.error_code:
                 raise make_error(resp.error_code, api="ApiVersions")
             conn.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             conn.api_versions_version = version
             return
-        raise UnsupportedVersionError(f"{conn.host}:{conn.port} accepts no ApiVersions version "
-                                      "kafkawire speaks")
 
     def _node(self, node_id: int) -> BrokerConnection:
         info = self.cluster.broker(node_id)
