@@ -1,0 +1,357 @@
+"""``LogWriter``: append batches to a partition folder the way a broker does.
+
+Offsets are assigned (or checked, for pre-offset data such as a compacted
+log), segments roll at a size or time limit (or when an index fills, or
+relative offsets would overflow), and ``.index``/``.timeindex`` are kept by
+Kafka's ``index.interval.bytes`` rule in files preallocated to
+``max_index_bytes`` and trimmed when the segment is rolled or closed.
+
+Each append is one ``write`` of the whole append to the ``.log``, then the
+index entries: a reader mapping the segment at any moment sees a prefix of
+complete batches, possibly followed by a partial one (which every reader
+treats as the end).  ``flush()`` fsyncs the log and indexes; closing and
+rolling flush too.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
+
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
+from kafkawire.errors import LogError
+from kafkawire.log import files as F
+from kafkawire.log.index import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_BYTES,
+                                 NO_TIMESTAMP, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder,
+                                 pack_offset_entry, pack_time_entry)
+from kafkawire.log.txnindex import AbortedTxn, pack_txn_entry
+
+Bytes = Union[bytes, bytearray, memoryview]
+_INT32_MAX = 0x7FFFFFFF
+DEFAULT_SEGMENT_BYTES = 1 << 30
+DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000
+
+
+class _ActiveSegment:
+    """The segment being appended to: open descriptors plus LogSegment's index state."""
+
+    def __init__(self, folder: str, base_offset: int, interval: int, max_index_bytes: int,
+                 created_ms: int) -> None:
+        self.base_offset = base_offset
+        stem = os.path.join(folder, F.segment_file_name(base_offset, ""))
+        self.log_path = stem + F.LOG_SUFFIX
+        self.index_path = stem + F.INDEX_SUFFIX
+        self.time_path = stem + F.TIME_INDEX_SUFFIX
+        self.txn_path = stem + F.TXN_INDEX_SUFFIX
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0)
+        self.log_fd = os.open(self.log_path, flags, 0o644)
+        self.index_fd = os.open(self.index_path, flags, 0o644)
+        self.time_fd = os.open(self.time_path, flags, 0o644)
+        self.size = os.fstat(self.log_fd).st_size
+        self.max_offset_entries = max_index_bytes // OFFSET_ENTRY_SIZE
+        self.max_time_entries = max_index_bytes // TIME_ENTRY_SIZE
+        self.builder = IndexBuilder(base_offset, interval)
+        self.created_ms = created_ms
+        self.rolling_ts = NO_TIMESTAMP   # max timestamp of the first batch (Kafka's rollingBasedTimestamp)
+        self.dirty = False
+        # Preallocate the indexes zero-filled, as a broker does for its active segment.
+        os.ftruncate(self.index_fd, self.max_offset_entries * OFFSET_ENTRY_SIZE)
+        os.ftruncate(self.time_fd, self.max_time_entries * TIME_ENTRY_SIZE)
+
+    @property
+    def index_full(self) -> bool:
+        return (len(self.builder.offset_entries) >= self.max_offset_entries
+                or len(self.builder.time_entries) >= self.max_time_entries)
+
+    def write_entries(self, off_entry, time_entry) -> None:
+        if off_entry is not None:
+            slot = len(self.builder.offset_entries) - 1
+            os.pwrite(self.index_fd, pack_offset_entry(self.base_offset, *off_entry),
+                      slot * OFFSET_ENTRY_SIZE)
+        if time_entry is not None:
+            slot = len(self.builder.time_entries) - 1
+            os.pwrite(self.time_fd, pack_time_entry(self.base_offset, *time_entry),
+                      slot * TIME_ENTRY_SIZE)
+
+    def add_aborted(self, txn: AbortedTxn) -> None:
+        with open(self.txn_path, "ab") as f:
+            f.write(pack_txn_entry(txn))
+            f.flush()
+            os.fsync(f.fileno())
+
+    def flush(self) -> None:
+        if self.dirty:
+            os.fsync(self.log_fd)
+            os.fsync(self.index_fd)
+            os.fsync(self.time_fd)
+            self.dirty = False
+
+    def close(self) -> None:
+        """Final time entry, trim the preallocated indexes, fsync, close."""
+        entry = self.builder.finish()
+        if entry is not None:
+            self.write_entries(None, entry)
+        os.ftruncate(self.index_fd, len(self.builder.offset_entries) * OFFSET_ENTRY_SIZE)
+        os.ftruncate(self.time_fd, len(self.builder.time_entries) * TIME_ENTRY_SIZE)
+        self.dirty = True
+        self.flush()
+        for fd in (self.log_fd, self.index_fd, self.time_fd):
+            os.close(fd)
+
+
+def _fsync_dir(path: str) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LogWriter:
+    """Appends to the partition folder ``path`` (created if missing).
+
+    An existing folder is first recovered (Kafka's ``LogSegment.recover``,
+    saving any cut bytes, see :mod:`kafkawire.log.recover`) and appends
+    continue after its last offset.  Use as a context manager, or call
+    :meth:`close`.
+
+    ``segment_bytes``, ``segment_ms``, ``index_interval_bytes`` and
+    ``max_index_bytes`` mean what the broker's ``segment.bytes``,
+    ``segment.ms``, ``index.interval.bytes`` and ``segment.index.bytes`` mean.
+    """
+
+    def __init__(self, path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 segment_ms: int = DEFAULT_SEGMENT_MS,
+                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                 max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES, start_offset: int = 0,
+                 clock=None) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        if segment_bytes < 64:
+            raise ValueError("segment_bytes must be at least 64")
+        if max_index_bytes < TIME_ENTRY_SIZE:
+            raise ValueError(f"max_index_bytes must be at least {TIME_ENTRY_SIZE}")
+        self.segment_bytes = segment_bytes
+        self.segment_ms = segment_ms
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_bytes = max_index_bytes
+        self._clock = clock or (lambda: int(time.time() * 1000))
+        self._seg: Optional[_ActiveSegment] = None
+        self._open_txns = {}   # producer id -> first offset of its open transaction
+        self.closed = False
+        os.makedirs(self.path, exist_ok=True)
+        self.recovery = None
+        self.next_offset = start_offset
+        self._resume()
+
+    # -- lifecycle ------------------------------------------------------------
+    def _resume(self) -> None:
+        from kafkawire.log.log import Log
+        listing = F.list_partition(self.path)
+        if not listing.segments:
+            self._open_segment(self.next_offset)
+            return
+        log = Log.open(self.path)
+        try:
+            self.recovery = log.recover(apply=True, index_interval_bytes=self.index_interval_bytes)
+            last = log.segments[-1]
+            self.next_offset = max(log.next_offset, self.next_offset)
+            base = last.base_offset
+            rows = last.headers()
+        finally:
+            log.close()
+        seg = self._open_segment(base, existing=True)
+        for r in rows.tolist():
+            seg.builder.append(r[C.POSITION], r[C.SIZE], r[C.LAST_OFFSET], r[C.MAX_TIMESTAMP],
+                               r[C.LAST_OFFSET])
+            if seg.rolling_ts == NO_TIMESTAMP:
+                seg.rolling_ts = r[C.MAX_TIMESTAMP]
+        for i in range(len(seg.builder.offset_entries)):
+            os.pwrite(seg.index_fd, pack_offset_entry(base, *seg.builder.offset_entries[i]), i * 8)
+        for i in range(len(seg.builder.time_entries)):
+            os.pwrite(seg.time_fd, pack_time_entry(base, *seg.builder.time_entries[i]), i * 12)
+
+    def _open_segment(self, base_offset: int, existing: bool = False) -> _ActiveSegment:
+        self._seg = _ActiveSegment(self.path, base_offset, self.index_interval_bytes,
+                                   self.max_index_bytes, self._clock())
+        if not existing:
+            _fsync_dir(self.path)
+        return self._seg
+
+    def roll(self) -> None:
+        """Close the active segment (final time entry, trimmed indexes, fsync) and start a new one."""
+        self._check_open()
+        if self._seg.size == 0:
+            return
+        self._seg.close()
+        self._open_segment(self.next_offset)
+
+    def flush(self) -> None:
+        """fsync the active segment's log and indexes (earlier segments were synced on roll)."""
+        self._check_open()
+        self._seg.flush()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._seg.close()
+        self.closed = True
+
+    def __enter__(self) -> "LogWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise LogError(f"LogWriter for {self.path} is closed")
+
+    # -- appending ------------------------------------------------------------
+    def append_batch(self, batch: Bytes, *, assign_offsets: bool = True) -> Tuple[int, int]:
+        """Append one encoded batch (or v0/v1 message set); ``(first_offset, last_offset)``."""
+        return self.append_batches([batch], assign_offsets=assign_offsets)
+
+    def append_batches(self, batches: Sequence[Bytes], *, assign_offsets: bool = True) -> Tuple[int, int]:
+        """Append several batches as one append (one index decision, like a follower's fetch chunk).
+
+        With ``assign_offsets`` (default) batches are re-based onto the next
+        offsets; otherwise their own offsets are kept and must lie above
+        everything written (gaps allowed, as in compacted logs).
+        """
+        self._check_open()
+        parts: List[bytes] = []
+        rows_all = []
+        next_offset = self.next_offset
+        first_offset = None
+        for raw in batches:
+            data, rows = self._prepare(raw, next_offset, assign_offsets)
+            parts.append(data)
+            rows_all.append(rows)
+            if first_offset is None:
+                first_offset = int(rows[0, C.BASE_OFFSET])
+            next_offset = int(rows[-1, C.LAST_OFFSET]) + 1
+        if not parts:
+            raise ValueError("append_batches needs at least one batch")
+        payload = b"".join(parts)
+        last_offset = next_offset - 1
+        max_ts, offset_of_max, first_max_ts = NO_TIMESTAMP, last_offset, NO_TIMESTAMP
+        for rows in rows_all:
+            for r in rows.tolist():
+                if first_max_ts == NO_TIMESTAMP:
+                    first_max_ts = r[C.MAX_TIMESTAMP]
+                if r[C.MAX_TIMESTAMP] > max_ts:
+                    max_ts, offset_of_max = r[C.MAX_TIMESTAMP], r[C.LAST_OFFSET]
+        self._maybe_roll(len(payload), first_offset, last_offset, max_ts)
+        seg = self._seg
+        position = seg.size
+        written = os.pwrite(seg.log_fd, payload, position)
+        if written != len(payload):
+            raise LogError(f"short write to {seg.log_path} ({written} of {len(payload)} bytes); "
+                           "the disk may be full — run recover before appending again")
+        seg.size += len(payload)
+        seg.dirty = True
+        if seg.rolling_ts == NO_TIMESTAMP:
+            seg.rolling_ts = first_max_ts
+        off_entry, time_entry = seg.builder.append(position, len(payload), last_offset, max_ts,
+                                                   offset_of_max)
+        seg.write_entries(off_entry, time_entry)
+        self._track_transactions(rows_all, payload_parts=parts)
+        self.next_offset = next_offset
+        return first_offset, last_offset
+
+    def append_records(self, records: Iterable, *, magic: int = 2, compression: str = "none",
+                       **builder_kwargs) -> Tuple[int, int]:
+        """Build one batch from ``records`` and append it.
+
+        Each record is a value (bytes/None), a ``(key, value)`` pair, or a
+        dict with ``value``/``key``/``timestamp``/``headers``; ``builder_kwargs``
+        go to :class:`kafkawire.records.BatchBuilder` (producer id,
+        transactional, timestamp type, ...).
+        """
+        from kafkawire.records import BatchBuilder
+        b = BatchBuilder(magic, compression, base_offset=self.next_offset, **builder_kwargs)
+        for rec in records:
+            if isinstance(rec, dict):
+                b.append(rec.get("value"), key=rec.get("key"), timestamp=rec.get("timestamp"),
+                         headers=rec.get("headers", ()))
+            elif isinstance(rec, tuple):
+                b.append(rec[1], key=rec[0])
+            else:
+                b.append(rec)
+        if not len(b):
+            raise ValueError("append_records needs at least one record")
+        return self.append_batch(b.build())
+
+    def append_control(self, marker: str, *, producer_id: int, producer_epoch: int,
+                       coordinator_epoch: int = 0, timestamp: Optional[int] = None) -> int:
+        """Append a transaction marker (``"commit"``/``"abort"``); an abort is recorded in ``.txnindex``."""
+        from kafkawire.records import control_batch
+        data = control_batch(marker, base_offset=self.next_offset, producer_id=producer_id,
+                             producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch,
+                             timestamp=timestamp)
+        return self.append_batch(data)[0]
+
+    def _prepare(self, raw: Bytes, next_offset: int, assign: bool):
+        data = bytes(raw)
+        rows, stop, status = K.scan_batches(data, 0, len(data), -1, False)
+        if status != C.OK or stop != len(data) or len(rows) == 0:
+            raise LogError(f"not a complete batch or message set ({C.STATUS_NAMES[status]} at byte "
+                           f"{stop} of {len(data)}); build batches with kafkawire.records.BatchBuilder")
+        first = int(rows[0, C.BASE_OFFSET])
+        if rows[0, C.MAGIC] < 2 and rows[0, C.RECORD_COUNT] < 0:
+            first = None  # a compressed wrapper's first inner offset needs decompression
+        if assign:
+            if rows[0, C.MAGIC] == 2 and len(rows) == 1:
+                data = next_offset.to_bytes(8, "big", signed=True) + data[8:]
+            else:
+                from kafkawire.records import set_base_offset
+                data = set_base_offset(data, next_offset)
+            rows = K.scan_batches(data, 0, len(data), -1, False)[0]
+        else:
+            if (first if first is not None else int(rows[0, C.LAST_OFFSET])) < next_offset:
+                raise LogError(f"batch offsets start at {first} but the log is already at "
+                               f"{next_offset}; offsets must increase (or pass assign_offsets=True)")
+        return data, rows
+
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, max_ts: int) -> None:
+        seg = self._seg
+        if seg.size == 0:
+            if first_offset is not None and first_offset < seg.base_offset:
+                raise LogError(f"offset {first_offset} is below segment base {seg.base_offset}")
+            if last_offset - seg.base_offset > _INT32_MAX:
+                self._restart_empty(first_offset)
+            return
+        waited = (max_ts - seg.rolling_ts if seg.rolling_ts >= 0 and max_ts >= 0
+                  else self._clock() - seg.created_ms)
+        if (seg.size + size > self.segment_bytes or waited > self.segment_ms or seg.index_full
+                or last_offset - seg.base_offset > _INT32_MAX):
+            seg.close()
+            self._open_segment(first_offset if first_offset is not None else self.next_offset)
+
+    def _restart_empty(self, base: int) -> None:
+        seg = self._seg
+        for fd in (seg.log_fd, seg.index_fd, seg.time_fd):
+            os.close(fd)
+        for p in (seg.log_path, seg.index_path, seg.time_path):
+            os.remove(p)
+        self._open_segment(base)
+
+    def _track_transactions(self, rows_all, payload_parts) -> None:
+        for rows, data in zip(rows_all, payload_parts):
+            for r in rows.tolist():
+                if r[C.MAGIC] != 2 or not r[C.ATTRIBUTES] & C.TRANSACTIONAL_MASK:
+                    continue
+                pid = r[C.PRODUCER_ID]
+                if r[C.ATTRIBUTES] & C.CONTROL_MASK:
+                    first = self._open_txns.pop(pid, None)
+                    from kafkawire.records import RecordBatch
+                    pos = r[C.POSITION]
+                    marker = RecordBatch.from_buffer(data, pos).control_type
+                    if marker == "abort" and first is not None:
+                        lso = min(self._open_txns.values(), default=r[C.LAST_OFFSET] + 1)
+                        self._seg.add_aborted(AbortedTxn(pid, first, r[C.LAST_OFFSET], lso))
+                else:
+                    self._open_txns.setdefault(pid, r[C.BASE_OFFSET])
