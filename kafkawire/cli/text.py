@@ -108,7 +108,8 @@ def record_line(batch: Any, record: Any, *, skip_metadata: bool = False,
             parts.append(f" sequence: {record_sequence(batch, record)} headerKeys: [{keys}]")
         else:
             crc, valid = legacy_crc if legacy_crc is not None else (batch.crc, True)
-            parts.append(f" crc: {crc} isvalid: {jbool(valid)}")
+            # Kafka 3.9's DumpLogSegments prints this stray "}" too; kept for identical output
+            parts.append(f" isValid: {jbool(valid)} crc: {crc}}}")
         if batch.is_control:
             parts.append(control_text(record))
     if print_contents and not batch.is_control:
