@@ -11,7 +11,7 @@ import random
 import struct
 from typing import List, Optional
 
-from kafkawire.records.builder import BatchBuilder, control_batch
+from kafkawire.records.builder import BatchBuilder, control_batch, set_base_offset
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 T0 = 1_700_000_000_000
@@ -52,6 +52,10 @@ def _legacy_entries(data: bytes):
         offset, size = struct.unpack_from(">qi", data, pos)
         yield pos, offset, 12 + size
         pos += 12 + size
+
+
+def _entries(data: bytes):
+    return list(_legacy_entries(data))
 
 
 def expected_for(builder_kwargs: dict, records, data: bytes, *, last_offset=None) -> List[dict]:
@@ -165,6 +169,24 @@ def encoder_cases():
                 producer_epoch=0, base_sequence=0x7FFFFFFF)
             add("m2_empty", [], last_offset=99, base_offset=90, producer_id=5, producer_epoch=0,
                 base_sequence=3)
+    # re-based copies (what a broker does when it assigns offsets to a produce request)
+    for name in ("m0_lz4_basic", "m0_gzip_gaps", "m0_none_basic", "m1_snappy_gaps", "m1_none_lat",
+                 "m2_zstd_basic", "m2_none_transactional", "m2_empty"):
+        _, data, exp = next(c for c in cases if c[0] == name)
+        first = exp[0]["base_offset"]
+        moved = set_base_offset(data, 5_000_000_000)
+        delta = 5_000_000_000 - first
+        new_exp = []
+        for e, (pos, _o, size) in zip(exp, _entries(moved)):
+            e = dict(e, base_offset=e["base_offset"] + delta, last_offset=e["last_offset"] + delta,
+                     records=[dict(r, offset=r["offset"] + delta) for r in e["records"]])
+            if e["magic"] == 2:
+                e["crc"] = struct.unpack_from(">I", moved, pos + 17)[0]
+            else:
+                e["crc"] = struct.unpack_from(">I", moved, pos + 12)[0]
+                e["size"] = size
+            new_exp.append(e)
+        cases.append((f"rebased_{name}", moved, new_exp))
     for marker, epoch in (("commit", 4), ("abort", 9)):
         data = control_batch(marker, base_offset=200, producer_id=43, producer_epoch=1,
                              coordinator_epoch=epoch, timestamp=T0, partition_leader_epoch=2)
@@ -179,3 +201,100 @@ def encoder_cases():
             size=len(data), record_count=1, first_timestamp=T0, records=[rec],
             control_type=marker, coordinator_epoch=epoch)]))
     return cases
+
+
+class JavaRandom:
+    """java.util.Random, so Python can rebuild the exact records RecordsWriter.java writes."""
+
+    _MULT, _MASK = 0x5DEECE66D, (1 << 48) - 1
+
+    def __init__(self, seed: int) -> None:
+        self.seed = (seed ^ self._MULT) & self._MASK
+
+    def _next(self, bits: int) -> int:
+        self.seed = (self.seed * self._MULT + 0xB) & self._MASK
+        v = self.seed >> (48 - bits)
+        return v - (1 << 32) if v >= 1 << 31 else v
+
+    def next_int(self, bound: Optional[int] = None) -> int:
+        if bound is None:
+            return self._next(32)
+        if bound & -bound == bound:
+            return (bound * self._next(31)) >> 31
+        while True:
+            bits = self._next(31)
+            val = bits % bound
+            if bits - val + (bound - 1) < (1 << 31):
+                return val
+
+    def next_bytes(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            r = self.next_int()
+            for _ in range(min(n - len(out), 4)):
+                out.append(r & 0xFF)
+                r >>= 8
+        return bytes(out)
+
+
+def java_sample_records(magic: int, n: int, seed: int, offsets=None):
+    """The records RecordsWriter.appendSample writes, as (value, key, ts, headers, offset)."""
+    rnd = JavaRandom(seed)
+    out = []
+    for i in range(n):
+        if i == 0:
+            key, value = None, b"v0"
+        elif i == 1:
+            key, value = b"", b""
+        elif i == 2:
+            key, value = b"k-tomb", None
+        elif i == 3:
+            key, value = None, None
+        else:
+            key = b"key-%d" % i
+            value = rnd.next_bytes(rnd.next_int(300))
+        ts = -1 if magic == 0 else (T0 + (5 - i) * 1000 if i < 3 else T0 + i * 7)
+        headers = HEADERS[: i % 5] if magic == 2 else []
+        out.append((value, key, ts, headers, None if offsets is None else offsets[i]))
+    return out
+
+
+def java_big_value() -> bytes:
+    return JavaRandom(5).next_bytes(4096) * 256
+
+
+def java_writer_twins():
+    """RecordsWriter's uncompressed cases rebuilt with kafkawire: name -> bytes.
+
+    Uncompressed output is fully determined by the format, so these must be
+    byte-identical to what Kafka's MemoryRecordsBuilder wrote.
+    """
+    out = {}
+    for magic in (0, 1, 2):
+        tag = f"m{magic}_none"
+        out[f"{tag}_basic"] = build(java_sample_records(magic, 8, 1), magic=magic, base_offset=100)
+        out[f"{tag}_gaps"] = build(java_sample_records(magic, 5, 2, [1000, 1003, 1004, 1010, 1042]),
+                                   magic=magic, base_offset=1000)
+        out[f"{tag}_large"] = build([(java_big_value(), b"big", -1 if magic == 0 else T0, [], None)],
+                                    magic=magic, base_offset=7)
+        if magic > 0:
+            out[f"{tag}_lat"] = build(java_sample_records(magic, 6, 3), magic=magic, base_offset=50,
+                                      timestamp_type="LogAppendTime", log_append_time=LAT)
+            out[f"{tag}_simple"] = build([(b"1", b"a", T0, [], None), (b"2", None, T0 + 1, [], None),
+                                          (None, b"c", T0 - 5, [], None)], magic=magic,
+                                         base_offset=300)
+        if magic == 2:
+            out[f"{tag}_idempotent"] = build(java_sample_records(2, 5, 4), base_offset=20,
+                                             producer_id=42, producer_epoch=3, base_sequence=7)
+            out[f"{tag}_transactional"] = build(java_sample_records(2, 5, 5), base_offset=30,
+                                                producer_id=43, producer_epoch=1, base_sequence=0,
+                                                is_transactional=True, partition_leader_epoch=17)
+            out[f"{tag}_horizon"] = build(java_sample_records(2, 4, 6), base_offset=40,
+                                          delete_horizon=T0 + 10_000_000)
+    out["control_commit"] = control_batch("commit", base_offset=200, producer_id=43,
+                                          producer_epoch=1, coordinator_epoch=4, timestamp=T0,
+                                          partition_leader_epoch=2)
+    out["control_abort"] = control_batch("abort", base_offset=201, producer_id=43,
+                                         producer_epoch=1, coordinator_epoch=9, timestamp=T0 + 1,
+                                         partition_leader_epoch=2)
+    return out

@@ -328,10 +328,13 @@ def set_base_offset(batch: Bytes, base_offset: int) -> bytes:
         if length < 14 or end > n:
             raise CorruptRecordError(f"batch length {length} does not fit the buffer",
                                      position=pos, offset=offset, reason="length")
-        if delta is None:
-            delta = base_offset - offset
         magic = out[pos + 16]
         attrs = out[pos + 17]
+        if delta is None:
+            first = offset
+            if magic < 2 and attrs & 0x07:
+                first = _wrapper_first_offset(out[pos:end], magic, pos)
+            delta = base_offset - first
         entry = out[pos:end]
         if magic == 0 and attrs & 0x07:
             entry = bytearray(_rebase_magic0_wrapper(entry, delta, pos))
@@ -344,24 +347,51 @@ def set_base_offset(batch: Bytes, base_offset: int) -> bytes:
     return b"".join(parts)
 
 
-def _rebase_magic0_wrapper(entry: bytearray, delta: int, pos: int) -> bytes:
-    attrs = entry[17]
-    key_len = struct.unpack_from(">i", entry, 18)[0]
-    p = 22 + max(key_len, 0)
-    key = None if key_len < 0 else bytes(entry[22:p])
+def _wrapper_value(entry: Bytes, magic: int, pos: int) -> Tuple[int, Optional[bytes], int]:
+    """``(attributes, key, value position)`` of a legacy wrapper message."""
+    p = 18 + (8 if magic == 1 else 0)
+    key_len = struct.unpack_from(">i", entry, p)[0]
+    key = None if key_len < 0 else bytes(entry[p + 4:p + 4 + key_len])
+    p += 4 + max(key_len, 0)
     vlen = struct.unpack_from(">i", entry, p)[0]
     if vlen < 0 or p + 4 + vlen != len(entry):
-        raise CorruptRecordError("magic 0 wrapper has an invalid value length", position=pos,
-                                 reason="length")
+        raise CorruptRecordError(f"magic {magic} wrapper has an invalid value length",
+                                 position=pos, reason="length")
+    return entry[17], key, p + 4
+
+
+def _inner_messages(entry: Bytes, magic: int, pos: int) -> Tuple[bytearray, List[Tuple[int, int]]]:
+    """Decompress a wrapper: the inner message set and its ``(position, offset)`` pairs."""
+    attrs, _key, vpos = _wrapper_value(entry, magic, pos)
     try:
-        inner = bytearray(_compression.decompress(attrs & 0x07, entry[p + 4:], magic=0))
+        inner = bytearray(_compression.decompress(attrs & 0x07, entry[vpos:], magic=magic))
     except CorruptRecordError as exc:
         raise exc.at(position_delta=pos) from None
+    found = []
     q = 0
     while q + 12 <= len(inner):
         o, ln = struct.unpack_from(">qi", inner, q)
-        struct.pack_into(">q", inner, q, o + delta)
+        found.append((q, o))
         q += 12 + max(ln, 0)
+    if not found:
+        raise CorruptRecordError("compressed wrapper holds no messages", position=pos,
+                                 reason="compression")
+    return inner, found
+
+
+def _wrapper_first_offset(entry: Bytes, magic: int, pos: int) -> int:
+    _, found = _inner_messages(entry, magic, pos)
+    if magic == 0:
+        return found[0][1]
+    wrapper_offset = struct.unpack_from(">q", entry, 0)[0]
+    return wrapper_offset - found[-1][1] + found[0][1]
+
+
+def _rebase_magic0_wrapper(entry: bytearray, delta: int, pos: int) -> bytes:
+    attrs, key, _ = _wrapper_value(entry, 0, pos)
+    inner, found = _inner_messages(entry, 0, pos)
+    for q, o in found:
+        struct.pack_into(">q", inner, q, o + delta)
     out = bytearray()
     offset = struct.unpack_from(">q", entry, 0)[0]
     _append_message(out, offset, 0, attrs, -1, key,
