@@ -233,7 +233,8 @@ class Client:
             try:
                 version = self._version(conn, A.METADATA)
                 req = A.metadata_request(topics, auto, version)
-                resp = self._send(conn, req, version, None).result(deadline.check("Metadata"))
+                pending = self._send(conn, req, version, None)
+                resp = pending.result(self._budget(deadline, "Metadata"))
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 last = exc
                 self._drop(conn)
@@ -273,6 +274,10 @@ class Client:
             self.cluster.mark_stale([topic])
             self._backoff(deadline, "Metadata")
         raise AssertionError("unreachable")
+
+    def _budget(self, deadline: _Deadline, what: str, extra: float = 0.0) -> float:
+        """Seconds to wait for one response: the request timeout, capped by the call's budget."""
+        return min(self.request_timeout + extra, deadline.check(what))
 
     def _backoff(self, deadline: _Deadline, what: str) -> None:
         left = deadline.check(what)
@@ -436,7 +441,8 @@ class Client:
                                   max_bytes, pmax, isolation_level, version,
                                   self.cluster.topics[topic].partitions[partition].leader_epoch)
             try:
-                resp = self._send(conn, req, version, None).result(deadline.check("Fetch"))
+                pending = self._send(conn, req, version, None)
+                resp = pending.result(self._budget(deadline, "Fetch", max_wait_ms / 1000.0))
             except (KafkaConnectionError, RequestTimeoutError):
                 self._drop(conn)
                 raise
@@ -471,7 +477,8 @@ class Client:
             version = self._version(conn, A.LIST_OFFSETS)
             req = A.list_offsets_request(topic, partition, ts, isolation_level, version)
             try:
-                resp = self._send(conn, req, version, None).result(deadline.check("ListOffsets"))
+                pending = self._send(conn, req, version, None)
+                resp = pending.result(self._budget(deadline, "ListOffsets"))
             except (KafkaConnectionError, RequestTimeoutError):
                 self._drop(conn)
                 raise
@@ -500,8 +507,8 @@ class Client:
             version = self._version(conn, A.FIND_COORDINATOR)
             req = A.find_coordinator_request(group, key_type, version)
             try:
-                resp = self._send(conn, req, version, None).result(
-                    deadline.check("FindCoordinator"))
+                pending = self._send(conn, req, version, None)
+                resp = pending.result(self._budget(deadline, "FindCoordinator"))
             except (KafkaConnectionError, RequestTimeoutError):
                 self._drop(conn)
                 if attempt >= self.retries:
@@ -566,7 +573,8 @@ class Client:
             version = self._version(conn, A.OFFSET_COMMIT)
             req = A.offset_commit_request(group, norm, generation_id, member_id, version)
             try:
-                resp = self._send(conn, req, version, None).result(deadline.check("OffsetCommit"))
+                pending = self._send(conn, req, version, None)
+                resp = pending.result(self._budget(deadline, "OffsetCommit"))
             except (KafkaConnectionError, RequestTimeoutError):
                 self._drop(conn)
                 raise
@@ -588,7 +596,8 @@ class Client:
             version = self._version(conn, A.OFFSET_FETCH)
             req = A.offset_fetch_request(group, parts, version)
             try:
-                resp = self._send(conn, req, version, None).result(deadline.check("OffsetFetch"))
+                pending = self._send(conn, req, version, None)
+                resp = pending.result(self._budget(deadline, "OffsetFetch"))
             except (KafkaConnectionError, RequestTimeoutError):
                 self._drop(conn)
                 raise
@@ -653,7 +662,8 @@ class Client:
             version = self._version(conn, A.CREATE_TOPICS)
             req = A.create_topics_request(specs, int(max(deadline.left(), 0.001) * 1000),
                                           validate_only, version)
-            resp = self._send(conn, req, version, None).result(deadline.check("CreateTopics"))
+            pending = self._send(conn, req, version, None)
+            resp = pending.result(self._budget(deadline, "CreateTopics"))
             out = {}
             for t in resp.topics:
                 err = None
@@ -684,7 +694,8 @@ class Client:
         def call(conn):
             version = self._version(conn, A.DELETE_TOPICS)
             req = A.delete_topics_request(names, int(max(deadline.left(), 0.001) * 1000), version)
-            resp = self._send(conn, req, version, None).result(deadline.check("DeleteTopics"))
+            pending = self._send(conn, req, version, None)
+            resp = pending.result(self._budget(deadline, "DeleteTopics"))
             out = {}
             for t in A.delete_topics_results(resp):
                 err = None
