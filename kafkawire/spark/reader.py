@@ -66,9 +66,11 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
     committed = st.isolation == "read_committed"
     it = iter_column_chunks(buf, start=s.start_pos, end=s.end_pos, max_records=st.records_per_batch,
                             start_offset=s.start_offset, end_offset=s.end_offset,
-                            include_headers=st.include_headers, verify_crc=st.verify_crc)
+                            include_headers=st.include_headers)
     txn = None
     try:
+        if st.verify_crc:
+            _check_crcs(buf, s)
         for chunk in it:
             mask = None
             if committed and len(chunk) and chunk.is_transactional.any():
@@ -97,6 +99,16 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
         warnings.warn(f"kafkawire: skipping the rest of {s.path}: {exc}")
 
 
+def _check_crcs(buf, s: Slice) -> None:
+    """CRC of every batch in the slice, by the header-scan kernel (no decompression)."""
+    from kafkawire import _scan_common as SC
+    from kafkawire.errors import CorruptRecordError
+    _rows, stop, status = layout.K.scan_batches(buf, s.start_pos, s.end_pos, -1, True)
+    if status == SC.CRC_MISMATCH:
+        raise CorruptRecordError("batch CRC does not match its contents", position=int(stop),
+                                 reason="crc", path=s.path)
+
+
 def read_task(task: Task, st: ReadSettings) -> Iterator:
     """Every slice of a task, small batches coalesced to at least ``MIN_BATCH_ROWS`` rows."""
     import pyarrow as pa
@@ -123,13 +135,6 @@ class KafkaWireReader(DataSourceReader):
         self.ro = ro
         self.bounds = Bounds()
 
-    def pushFilters(self, filters):  # noqa: N802 (Spark's name)
-        if not self.ro.push_filters:
-            return filters   # see kafkawire.spark.pushdown: pyspark 4.3 leaks pushed state
-        from kafkawire.spark.pushdown import push
-        self.bounds = Bounds()
-        return push(filters, self.bounds)
-
     def plan(self) -> List[Task]:
         from kafkawire.spark.planning import plan_tasks, resolve_ranges, select_partitions
         from kafkawire.spark.pushdown import offset_window
@@ -152,3 +157,22 @@ class KafkaWireReader(DataSourceReader):
 
     def read(self, partition: Task) -> Iterator:
         return read_task(partition, ReadSettings.from_options(self.ro, self.bounds))
+
+
+class KafkaWirePushdownReader(KafkaWireReader):
+    """The reader with ``pushFilters``, used only with ``.option("pushFilters", "true")``.
+
+    Spark refuses a reader that defines ``pushFilters`` unless
+    ``spark.sql.python.filterPushdown.enabled`` is true, and pyspark 4.3.0
+    reuses a reader's pushed state for later queries on the same DataFrame,
+    so pushdown is opt-in (see :mod:`kafkawire.spark.pushdown`).
+    """
+
+    def pushFilters(self, filters):  # noqa: N802 (Spark's name)
+        from kafkawire.spark.pushdown import push
+        self.bounds = Bounds()
+        return push(filters, self.bounds)
+
+
+def make_reader(ro: ReadOptions) -> KafkaWireReader:
+    return KafkaWirePushdownReader(ro) if ro.push_filters else KafkaWireReader(ro)

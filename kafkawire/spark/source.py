@@ -25,8 +25,8 @@ class KafkaWireDataSource(DataSource):
         return spark_ddl(ro.include_headers)
 
     def reader(self, schema):
-        from kafkawire.spark.reader import KafkaWireReader
-        return KafkaWireReader(parse_options(self.options))
+        from kafkawire.spark.reader import make_reader
+        return make_reader(parse_options(self.options))
 
     def streamReader(self, schema):  # noqa: N802 (Spark's name)
         from kafkawire.spark.stream import KafkaWireStreamReader
