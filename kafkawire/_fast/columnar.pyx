@@ -13,7 +13,7 @@ hands the buffers to numpy arrays without copying.
 from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
-from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_SetContext
 cimport numpy as cnp
 import numpy as np
 
@@ -101,6 +101,30 @@ ctypedef struct Ctx:
     int control
     int64_t count
     Py_ssize_t batch_pos
+
+
+# One freed block per column, kept for the next chunk: memory that was already
+# faulted in is reused instead of mapping fresh pages for every chunk.
+cdef char* _cache_p[NCOLS]
+cdef Py_ssize_t _cache_cap[NCOLS]
+cdef Py_ssize_t CACHE_MAX = 256 << 20
+cdef int _k
+for _k in range(NCOLS):
+    _cache_p[_k] = NULL
+    _cache_cap[_k] = 0
+
+
+cdef void _free_capsule(object cap) noexcept:
+    cdef void* p = PyCapsule_GetPointer(cap, NULL)
+    cdef size_t ctx = <size_t>PyCapsule_GetContext(cap)
+    cdef int col = ctx & 31
+    cdef Py_ssize_t size = ctx >> 5
+    if col < NCOLS and size <= CACHE_MAX and size > _cache_cap[col]:
+        free(_cache_p[col])
+        _cache_p[col] = <char*>p
+        _cache_cap[col] = size
+    else:
+        free(p)
 
 
 cdef int grow(Buf* b, Py_ssize_t extra) noexcept nogil:
@@ -223,7 +247,64 @@ cdef inline void bump_next(State* S, int64_t nxt) noexcept nogil:
 cdef inline int full(State* S, int64_t size) noexcept nogil:
     return S.n >= S.max_records or (S.n > 0 and S.data_bytes + size > S.max_bytes)
 
-cdef int push_record(State* S, int64_t offset, int64_t ts, int32_t ts_type,
+cdef inline int res(Buf* b, int64_t k) noexcept nogil:
+    if b.n + k > b.cap and grow(b, k) < 0:
+        return -1
+    return 0
+
+
+cdef int reserve(State* S, int64_t records, int64_t data) noexcept nogil:
+    cdef Buf* c = S.cols
+    if (res(&c[C_OFFSET], 8 * records) or res(&c[C_TS], 8 * records) or res(&c[C_PID], 8 * records)
+            or res(&c[C_BBASE], 8 * records) or res(&c[C_TSTYPE], 4 * records)
+            or res(&c[C_KOFF], 4 * records) or res(&c[C_VOFF], 4 * records)
+            or res(&c[C_KVALID], records) or res(&c[C_VVALID], records) or res(&c[C_TXN], records)
+            or res(&c[C_KDATA], data) or res(&c[C_VDATA], data)):
+        return ERR_NOMEM
+    return 0
+
+
+cdef inline void put8(Buf* b, int64_t v) noexcept nogil:
+    (<int64_t*>(b.p + b.n))[0] = v
+    b.n += 8
+
+cdef inline void put4(Buf* b, int32_t v) noexcept nogil:
+    (<int32_t*>(b.p + b.n))[0] = v
+    b.n += 4
+
+cdef inline void put1(Buf* b, int8_t v) noexcept nogil:
+    b.p[b.n] = <char>v
+    b.n += 1
+
+cdef inline void putbytes(Buf* b, const uint8_t* src, Py_ssize_t k) noexcept nogil:
+    memcpy(b.p + b.n, src, k)
+    b.n += k
+
+
+# Append one record to columns whose capacity reserve() has guaranteed.
+cdef inline void put_record(State* S, int64_t offset, int64_t ts, int32_t ts_type,
+                            const uint8_t* kp, int64_t klen, const uint8_t* vp, int64_t vlen,
+                            int64_t pid, int txn, int64_t base, int64_t size) noexcept nogil:
+    cdef Buf* c = S.cols
+    put8(&c[C_OFFSET], offset)
+    put8(&c[C_TS], ts)
+    put4(&c[C_TSTYPE], ts_type)
+    if klen >= 0:
+        putbytes(&c[C_KDATA], kp, klen)
+    put1(&c[C_KVALID], klen >= 0)
+    put4(&c[C_KOFF], <int32_t>c[C_KDATA].n)
+    if vlen >= 0:
+        putbytes(&c[C_VDATA], vp, vlen)
+    put1(&c[C_VVALID], vlen >= 0)
+    put4(&c[C_VOFF], <int32_t>c[C_VDATA].n)
+    put8(&c[C_PID], pid)
+    put1(&c[C_TXN], txn)
+    put8(&c[C_BBASE], base)
+    S.n += 1
+    S.data_bytes += size
+
+
+cdef inline int push_record(State* S, int64_t offset, int64_t ts, int32_t ts_type,
                      const uint8_t* kp, int64_t klen, const uint8_t* vp, int64_t vlen,
                      int64_t pid, int txn, int64_t base, int64_t size) noexcept nogil:
     cdef Buf* c = S.cols
@@ -258,6 +339,12 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
     cdef int r, keep, with_h
     cdef int32_t ctype
     cdef Buf* c = S.cols
+    cdef int64_t rem = x.count - i
+    if rem > end - pos:
+        rem = end - pos
+    if rem > 0 and not x.control:
+        if reserve(S, rem, end - pos):
+            return ERR_NOMEM
     while i < x.count:
         rstart = pos
         here = pos if inplace else errpos
@@ -353,10 +440,8 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
                 S.nh += hcount
                 if push4(&c[C_HOFF], <int32_t>S.nh) or push1(&c[C_HVALID], hcount > 0):
                     return ERR_NOMEM
-            r = push_record(S, offset, ts, x.ts_type, d + kpos, klen, d + vpos, vlen,
-                            x.producer_id, x.txn, x.base_offset, rlen)
-            if r:
-                return r
+            put_record(S, offset, ts, x.ts_type, d + kpos, klen, d + vpos, vlen,
+                       x.producer_id, x.txn, x.base_offset, rlen)
         bump_next(S, offset + 1)
         i += 1
     if pos != end:
@@ -528,6 +613,11 @@ cdef class ColumnBuilder:
         cdef int k
         for k in range(NCOLS):
             self.S.cols[k].n = 0
+            if self.S.cols[k].p == NULL and _cache_p[k] != NULL:
+                self.S.cols[k].p = _cache_p[k]
+                self.S.cols[k].cap = _cache_cap[k]
+                _cache_p[k] = NULL
+                _cache_cap[k] = 0
         self.S.n = 0
         self.S.nh = 0
         self.S.data_bytes = 0
@@ -570,14 +660,10 @@ cdef class ColumnBuilder:
             if b.n == 0:
                 out[name] = np.empty(0, dtype=dt)
                 continue
-            if b.cap > b.n + (b.n >> 3) + 64:
-                q = <char*>realloc(b.p, b.n)
-                if q != NULL:
-                    b.p = q
-                    b.cap = b.n
             dims[0] = b.n // dt.itemsize
             arr = cnp.PyArray_SimpleNewFromData(1, dims, dt.num, <void*>b.p)
             cap = PyCapsule_New(<void*>b.p, NULL, _free_capsule)
+            PyCapsule_SetContext(cap, <void*>((<size_t>b.cap << 5) | <size_t>k))
             cnp.set_array_base(arr, cap)
             b.p = NULL
             b.n = 0
@@ -585,10 +671,6 @@ cdef class ColumnBuilder:
             out[name] = arr
         self._reset()
         return out
-
-
-cdef void _free_capsule(object cap) noexcept:
-    free(PyCapsule_GetPointer(cap, NULL))
 
 
 cdef raise_state(State* S, int r):
