@@ -267,3 +267,89 @@ def find(path: str, *, offset: Optional[int] = None, timestamp: Optional[int] = 
         return 0
     finally:
         log.close()
+
+
+# ==================================================================== verify
+
+def _problem_obj(partition: str, p: Any) -> Dict[str, Any]:
+    return {"type": "problem", "partition": partition, "segment": p.segment,
+            "position": p.position, "offset": p.offset, "kind": p.kind, "message": p.message}
+
+
+def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = True,
+           deep: bool = False, check_indexes: bool = True) -> int:
+    """Check every batch and index entry; 0 only when no problem was found anywhere."""
+    import kafkawire
+    from kafkawire.log.verify import VerifyReport, verify_segment
+    targets = resolve(paths)
+    out = Printer(sys.stdout, json_mode=json_mode)
+    total = _total_size([f for t in targets for f in t.log_files()])
+    clean = True
+    with Progress(total, enabled=None if progress else False) as bar:
+        out.progress = bar
+        for t in targets:
+            report = VerifyReport()
+            if t.logs is not None:
+                segments = [kafkawire.Segment.open(p) for p in t.logs]
+                closer = segments
+            else:
+                log = kafkawire.Log.open(t.path)
+                segments = list(log.segments)
+                closer = [log]
+            try:
+                prev_last = -1
+                for seg in segments:
+                    bar.set_label(os.path.basename(seg.path))
+                    prev_last = verify_segment(seg, report, check_indexes=check_indexes,
+                                               deep=deep, prev_last=prev_last)
+                    bar.advance(seg.size)
+            finally:
+                for c in closer:
+                    c.close()
+            clean = clean and report.ok
+            head = (f"{t.name}: {report.segments} segments, {report.batches} batches, "
+                    f"{report.bytes} bytes, {report.index_entries} index entries: "
+                    + ("ok" if report.ok else f"{len(report.problems)} problem(s)"))
+            out.text(head)
+            for p in report.problems:
+                out.emit(lambda p=p: f"  {p}", lambda p=p: _problem_obj(t.name, p))
+            out.emit(None, {"type": "summary", "partition": t.name, "path": t.path,
+                            "segments": report.segments, "batches": report.batches,
+                            "bytes": report.bytes, "indexEntries": report.index_entries,
+                            "problems": len(report.problems), "ok": report.ok})
+    return 0 if clean else 1
+
+
+# =================================================================== recover
+
+def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = False,
+            progress: bool = True) -> int:
+    """Kafka's LogSegment.recover per partition; 0 only when nothing had to be cut or rebuilt."""
+    import kafkawire
+    from kafkawire.cli.paths import PathError
+    targets = resolve(paths)
+    for t in targets:
+        if t.logs is not None:
+            raise PathError(f"{t.logs[0]}: recover works on whole partitions; give the folder "
+                            f"{t.path} (later segments may have to go too)")
+    out = Printer(sys.stdout, json_mode=json_mode)
+    total = _total_size([f for t in targets for f in t.log_files()])
+    clean = True
+    with Progress(total, enabled=None if progress else False) as bar:
+        out.progress = bar
+        for t in targets:
+            bar.set_label(t.name)
+            log = kafkawire.Log.open(t.path)
+            try:
+                report = log.recover(apply=apply)
+            finally:
+                log.close()
+            bar.advance(_total_size(t.log_files()))
+            clean = clean and report.clean
+            obj = report.to_dict()
+            obj.update(type="recover", partition=t.name, path=t.path)
+            out.emit(lambda: f"{t.name}: " + str(report), obj)
+            if not apply and not report.clean:
+                out.text(f"  (dry run: nothing was changed; run again with --apply to truncate "
+                         f"and rebuild, cut bytes are saved beside each segment)")
+    return 0 if clean else 1

@@ -134,6 +134,8 @@ class Dumper:
         self.out = out
         self.problems = indexdump.IndexProblems()
         self.status = 0
+        self._bar: Optional[Progress] = None
+        self._advanced = 0
 
     # -------------------------------------------------------------- driver
     def run(self) -> int:
@@ -150,19 +152,22 @@ class Dumper:
         if enabled is None and stdout_tty:
             enabled = False
         with Progress(total, enabled=enabled, min_total=0 if len(files) > 1 else 64 << 20) as bar:
+            self.out.progress = bar
             for path in files:
                 bar.set_label(os.path.basename(path))
                 self.out.text(f"Dumping {path}")
                 self.out.emit(None, {"type": "file", "file": path})
+                self._bar = bar
                 try:
                     self.dump_file(path)
                 except (KafkaWireError, OSError) as e:
                     err(f"kafkawire: {path}: {_describe(e)}")
                     self.status = 1
                 try:
-                    bar.advance(os.path.getsize(path))
+                    bar.advance(os.path.getsize(path) - self._advanced)
                 except OSError:
                     pass
+                self._advanced = 0
         self.report_problems()
         return self.status
 
@@ -226,6 +231,9 @@ class Dumper:
                     if o.deep_iteration:
                         last_offset = self._dump_records(path, batch, parser, last_offset)
                     valid_bytes += batch.size
+                    if self._bar is not None and valid_bytes - self._advanced >= 1 << 22:
+                        self._bar.advance(valid_bytes - self._advanced)
+                        self._advanced = valid_bytes
             except CorruptRecordError as e:
                 err(f"kafkawire: {path}: {_describe(e)}")
                 self.status = 1

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("path", nargs="+", metavar="PATH",
                    help="a log.dirs folder, a <topic>-<partition> folder or a segment file")
     v.add_argument("--json", action="store_true", help="one JSON object per problem")
+    v.add_argument("--deep", action="store_true",
+                   help="also decompress and decode every batch's records")
+    v.add_argument("--skip-indexes", action="store_true", help="do not check index entries")
     v.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
     v.set_defaults(func=cmd_verify)
 
@@ -129,7 +132,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from kafkawire.cli import commands
-    return commands.verify(args.path, json_mode=args.json, progress=not args.no_progress)
+    return commands.verify(args.path, json_mode=args.json, progress=not args.no_progress,
+                           deep=args.deep, check_indexes=not args.skip_indexes)
 
 
 def cmd_recover(args: argparse.Namespace) -> int:

@@ -16,9 +16,19 @@ class Printer:
     def __init__(self, stream: Optional[TextIO] = None, json_mode: bool = False) -> None:
         self.stream = stream if stream is not None else sys.stdout
         self.json_mode = json_mode
+        self.progress = None  # a Progress to erase before writing
+
+    def _clear(self) -> None:
+        if self.progress is not None and self._tty():
+            self.progress.clear()
+
+    def _tty(self) -> bool:
+        isatty = getattr(self.stream, "isatty", None)
+        return bool(isatty and isatty())
 
     def emit(self, text: "str | Callable[[], str] | None",
              obj: "Dict[str, Any] | Callable[[], Dict[str, Any]] | None" = None) -> None:
+        self._clear()
         if self.json_mode:
             if obj is None:
                 return
@@ -37,11 +47,14 @@ class Printer:
     def text(self, line: str) -> None:
         """A line printed only in text mode (headers like ``Dumping FILE``)."""
         if not self.json_mode:
+            self._clear()
             self.stream.write(line)
             self.stream.write("\n")
 
 
 def err(line: str) -> None:
-    """One line on stderr."""
+    """One line on stderr (erasing a progress bar first)."""
+    from kafkawire.cli.progress import clear_active
+    clear_active()
     sys.stderr.write(line)
     sys.stderr.write("\n")

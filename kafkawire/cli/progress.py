@@ -7,6 +7,15 @@ import time
 from typing import Optional, TextIO
 
 
+_active: "Optional[Progress]" = None
+
+
+def clear_active() -> None:
+    """Erase the bar being drawn, if any (before writing to the terminal)."""
+    if _active is not None:
+        _active.clear()
+
+
 def _fmt_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
@@ -37,6 +46,9 @@ class Progress:
         self._start = time.monotonic()
         self._last = 0.0
         self._drawn = False
+        global _active
+        if self.enabled:
+            _active = self
 
     def set_label(self, label: str) -> None:
         self.label = label
@@ -64,11 +76,22 @@ class Progress:
         self.stream.flush()
         self._drawn = True
 
+    def clear(self) -> None:
+        """Erase the bar (before other output on the terminal); the next update redraws it."""
+        if self.enabled and self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._drawn = False
+            self._last = 0.0
+
     def close(self) -> None:
         if self.enabled and self._drawn:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
         self.enabled = False
+        global _active
+        if _active is self:
+            _active = None
 
     def __enter__(self) -> "Progress":
         return self
