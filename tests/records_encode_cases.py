@@ -298,3 +298,29 @@ def java_writer_twins():
                                          producer_epoch=1, coordinator_epoch=9, timestamp=T0 + 1,
                                          partition_leader_epoch=2)
     return out
+
+
+def kafkawire_view(data: bytes, *, verify_crc: bool = True) -> List[dict]:
+    """kafkawire's reading of ``data`` in RecordsReader.java's JSON shape."""
+    import kafkawire
+    out = []
+    for b in kafkawire.iter_batches(data, verify_crc=verify_crc):
+        b.validate()
+        recs = [{"offset": r.offset, "timestamp": r.timestamp, "key": b64(r.key),
+                 "value": b64(r.value), "headers": [[k, b64(v)] for k, v in r.headers]}
+                for r in b]
+        d = dict(base_offset=b.base_offset, last_offset=b.last_offset, magic=b.magic,
+                 compression=b.compression, timestamp_type=b.timestamp_type,
+                 max_timestamp=b.max_timestamp, producer_id=b.producer_id,
+                 producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
+                 last_sequence=b.last_sequence, partition_leader_epoch=b.partition_leader_epoch,
+                 is_transactional=b.is_transactional, is_control=b.is_control,
+                 delete_horizon=b.delete_horizon, crc=b.crc, size=b.size,
+                 record_count=b.record_count, records=recs)
+        if b.magic == 2:
+            d["first_timestamp"] = b.first_timestamp
+        if b.is_control:
+            d["control_type"] = b.control_type
+            d["coordinator_epoch"] = b.coordinator_epoch
+        out.append(d)
+    return out
