@@ -623,7 +623,8 @@ class Client:
             if self.cluster.controller_id < 0 or self.cluster.needs_refresh():
                 self._refresh(None, deadline=deadline)
             node = self.cluster.controller_id
-            conn = self._node(node) if node >= 0 else self._any()
+            # A controller id that names no broker (KRaft clusters may say -1) means "ask anyone".
+            conn = self._node(node) if node in self.cluster.brokers else self._any()
             try:
                 return fn(conn)
             except BrokerResponseError as exc:

@@ -78,6 +78,10 @@ class BrokerConnection:
         self.api_versions: Dict[int, Tuple[int, int]] = {}
         self._sock: Optional[socket.socket] = None
         self._inflight: Deque[Pending] = collections.deque()
+        # Correlation ids of requests sent without expecting an answer (Produce acks=0).
+        # A conforming broker never answers them; a few (librdkafka's mock) do, and those
+        # stray answers are dropped rather than taken for the next request's.
+        self._unanswered: Deque[int] = collections.deque(maxlen=1024)
         self._ids = itertools.count(1)
         self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
@@ -131,6 +135,8 @@ class BrokerConnection:
                 raise KafkaConnectionError(f"connection to {self.host}:{self.port} was closed")
             if pending is not None:
                 self._inflight.append(pending)
+            else:
+                self._unanswered.append(correlation_id)
             try:
                 sock.settimeout(max(deadline - time.monotonic(), 0.001))
                 sock.sendall(frame)
@@ -165,6 +171,9 @@ class BrokerConnection:
             self._fail(err)
             raise err
         (cid,) = _CORRELATION.unpack_from(frame, 0)
+        if cid in self._unanswered:
+            self._unanswered.remove(cid)
+            return
         if not self._inflight:
             err = ProtocolError(f"{self.host}:{self.port} sent a response (correlation id {cid}) "
                                 "nobody asked for")
