@@ -305,7 +305,11 @@ def control_batch(marker: str, *, base_offset: int = 0, producer_id: int,
 # ------------------------------------------------------------------------ re-basing
 
 def set_base_offset(batch: Bytes, base_offset: int) -> bytes:
-    """Shift the offsets of ``batch`` so the first one becomes ``base_offset``.
+    """Shift the offsets of ``batch`` so its first base offset becomes ``base_offset``.
+
+    The base offset is Kafka's ``RecordBatch.baseOffset()``: a v2 batch's
+    header field, a legacy message's offset, or a compressed wrapper's first
+    inner offset.
 
     ``batch`` is one or more concatenated v2 batches or v0/v1 messages (a
     producer's output before a broker assigns offsets); every entry moves by
