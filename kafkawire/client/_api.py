@@ -81,11 +81,12 @@ def metadata_request(topics: Optional[Sequence[str]], auto_create: bool, version
                              allow_auto_topic_creation=auto_create)
 
 
-def build_batch(records: Sequence[ProducerRecord], compression: str, now_ms: int) -> bytes:
+def build_batch(records: Sequence[tuple], compression: str, now_ms: int) -> bytes:
+    """One v2 batch of ``(value, key, headers, timestamp, partition)`` tuples."""
     b = BatchBuilder(magic=2, compression=compression)
-    for r in records:
-        b.append(r.value, key=r.key, timestamp=now_ms if r.timestamp is None else r.timestamp,
-                 headers=r.headers)
+    append = b.append
+    for value, key, headers, ts, _ in records:
+        append(value, key, now_ms if ts is None else ts, headers)
     return b.build()
 
 

@@ -22,7 +22,7 @@ from kafkawire.client.exceptions import (ClientClosedError, KafkaConnectionError
                                          NoBrokersAvailableError, RequestTimeoutError)
 from kafkawire.client.partitioner import DefaultPartitioner
 from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
-                                      ProduceResult, TopicResult, as_producer_record)
+                                      ProduceResult, TopicResult, normalize_record)
 from kafkawire.errors import ProtocolError, UnsupportedVersionError
 from kafkawire.protocol.error_codes import BrokerResponseError, error_code, make_error
 
@@ -328,26 +328,27 @@ class Client:
             raise ValueError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
         acks = _ACKS[acks]
         deadline = self._deadline(timeout_ms)
-        recs = [as_producer_record(r) for r in records]
+        recs = [normalize_record(r) for r in records]
         if not recs:
             return []
         info = self._topic(topic, deadline)
         by_partition: Dict[int, list] = defaultdict(list)
+        n_parts = info.num_partitions
         keyless = None
         for r in recs:
-            p = r.partition if r.partition is not None else partition
+            p = r[4] if r[4] is not None else partition
             if p is None:
-                if r.key is not None:
-                    p = self.partitioner(topic, r.key, info.num_partitions)
+                if r[1] is not None:
+                    p = self.partitioner(topic, r[1], n_parts)
                 else:
                     if keyless is None:
-                        keyless = self.partitioner(topic, None, info.num_partitions,
+                        keyless = self.partitioner(topic, None, n_parts,
                                                    info.available_partitions())
                     p = keyless
-            if p not in info.partitions:
-                raise ValueError(f"{topic} has partitions 0..{info.num_partitions - 1}, "
-                                 f"not {p}")
             by_partition[p].append(r)
+        for p in by_partition:
+            if p not in info.partitions:
+                raise ValueError(f"{topic} has partitions 0..{n_parts - 1}, not {p}")
         now = int(time.time() * 1000)
         batches = {p: (A.build_batch(rs, compression, now), len(rs))
                    for p, rs in by_partition.items()}
