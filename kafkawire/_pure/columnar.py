@@ -225,8 +225,8 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
             if pos != rend:
                 raise _Corrupt(here, "length", "record length does not match its fields", off)
         except _Corrupt as exc:
-            p, reason, msg, o = exc.args2
-            raise _Corrupt(p, reason, msg, o if o is not None else off) from None
+            _p, reason, msg, o = exc.args2
+            raise _Corrupt(here, reason, msg, o if o is not None else off) from None
         ts = x.max_ts if x.log_append else _wrap64(x.base_ts + tsd)
         if x.control:
             if klen < 4:
