@@ -256,22 +256,27 @@ class Dumper:
         crcs = None
         if batch.magic < 2:
             crcs = legacy_inner_checksums(batch, o.max_decompressed_size)
-        for i, rec in enumerate(records):
+        for rec in records:
             if last_offset != -1 and rec.offset != last_offset + 1:
                 self.problems._add(self.problems.non_consecutive, path, last_offset, rec.offset)
             last_offset = rec.offset
-            legacy = crcs[i] if crcs is not None and i < len(crcs) else None
-            if self.out.json_mode:
-                obj = jsonout.record_obj(batch, rec)
-                if o.decoding and not batch.is_control:
+        if self.out.json_mode:
+            if o.decoding and not batch.is_control:
+                lines = []
+                for rec in records:
+                    obj = jsonout.record_obj(batch, rec)
                     k, v = parser(rec.key, rec.value, rec.offset)
                     obj["decodedKey"] = _maybe_json(k)
                     obj["decodedValue"] = _maybe_json(v)
-                self.out.emit(None, obj)
+                    lines.append(json.dumps(obj, separators=(",", ":"), ensure_ascii=False))
             else:
-                self.out.emit(text.record_line(batch, rec, skip_metadata=o.skip_record_metadata,
-                                               print_contents=o.print_data_log, parser=parser,
-                                               legacy_crc=legacy))
+                lines = jsonout.record_json_lines(batch, records)
+        else:
+            lines = text.record_lines(batch, records, skip_metadata=o.skip_record_metadata,
+                                      print_contents=o.print_data_log, parser=parser,
+                                      legacy_crcs=crcs)
+        if lines:
+            self.out.write_lines(lines)
         return last_offset
 
 

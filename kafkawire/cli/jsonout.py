@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import base64
-from typing import Any, Dict, Optional
+import binascii
+import json
+from typing import Any, Dict, List, Optional
 
 from kafkawire.cli.text import timestamp_type_name
 
@@ -41,3 +43,33 @@ def record_obj(batch: Any, record: Any) -> Dict[str, Any]:
         "value": b64(record.value),
         "headers": [[k, b64(v)] for k, v in record.headers],
     }
+
+
+def _b64_json(data: Optional[bytes]) -> str:
+    if data is None:
+        return "null"
+    return '"' + binascii.b2a_base64(data, newline=False).decode("ascii") + '"'
+
+
+def _str_json(s: str) -> str:
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return '"' + s + '"'
+    return json.dumps(s, ensure_ascii=False)
+
+
+def record_json_lines(batch: Any, records: Any) -> List[str]:
+    """``record_obj`` of each record, already serialised (the hot loop of ``dump --json``)."""
+    fallback = timestamp_type_name(batch)
+    out = []
+    append = out.append
+    for rec in records:
+        tst = getattr(rec, "timestamp_type", None) or fallback
+        hdrs = rec.headers
+        if hdrs:
+            h = "[" + ",".join(f"[{_str_json(hk)},{_b64_json(hv)}]" for hk, hv in hdrs) + "]"
+        else:
+            h = "[]"
+        append(f'{{"type":"record","offset":{rec.offset},"timestamp":{rec.timestamp},'
+               f'"timestampType":"{tst}","key":{_b64_json(rec.key)},'
+               f'"value":{_b64_json(rec.value)},"headers":{h}}}')
+    return out

@@ -44,6 +44,12 @@ class Printer:
             self.stream.write(text)
             self.stream.write("\n")
 
+    def write_lines(self, lines: "list[str]") -> None:
+        """Already formatted lines (text or JSON), written in one call."""
+        self._clear()
+        self.stream.write("\n".join(lines))
+        self.stream.write("\n")
+
     def text(self, line: str) -> None:
         """A line printed only in text mode (headers like ``Dumping FILE``)."""
         if not self.json_mode:

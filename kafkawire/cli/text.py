@@ -128,3 +128,48 @@ def string_parser(key: Optional[bytes], value: Optional[bytes], offset: int
     k = None if key is None else bytes(key).decode("utf-8", "replace")
     v = None if value is None else bytes(value).decode("utf-8", "replace")
     return k, v
+
+
+def record_lines(batch: Any, records: Any, *, skip_metadata: bool = False,
+                 print_contents: bool = False, parser: Optional[Parser] = None,
+                 legacy_crcs: Optional[list] = None) -> list:
+    """The ``| offset: ...`` lines of a whole batch (the hot loop of ``dump --deep-iteration``).
+
+    Same text as :func:`record_line`, with the per-batch parts computed once;
+    control batches, legacy messages and custom parsers take the general path.
+    """
+    if (batch.magic < 2 or batch.is_control or skip_metadata
+            or (print_contents and parser not in (None, string_parser))):
+        out = []
+        for i, rec in enumerate(records):
+            legacy = legacy_crcs[i] if legacy_crcs is not None and i < len(legacy_crcs) else None
+            out.append(record_line(batch, rec, skip_metadata=skip_metadata,
+                                   print_contents=print_contents, parser=parser,
+                                   legacy_crc=legacy))
+        return out
+    ts = f" {batch.timestamp_type}: "
+    base_seq = batch.base_sequence
+    base_off = batch.base_offset
+    no_seq = base_seq is None or base_seq < 0
+    out = []
+    append = out.append
+    for rec in records:
+        k = rec.key
+        v = rec.value
+        hdrs = rec.headers
+        if no_seq:
+            seq = -1
+        else:
+            delta = rec.offset - base_off
+            seq = (delta - (INT32_MAX - base_seq) - 1) if base_seq > INT32_MAX - delta \
+                else base_seq + delta
+        line = (f"| offset: {rec.offset}{ts}{rec.timestamp} keySize: {-1 if k is None else len(k)} "
+                f"valueSize: {-1 if v is None else len(v)} sequence: {seq} headerKeys: "
+                + (f"[{','.join([h[0] for h in hdrs])}]" if hdrs else "[]"))
+        if print_contents:
+            if k is not None:
+                line += " key: " + k.decode("utf-8", "replace")
+            if v is not None:
+                line += " payload: " + v.decode("utf-8", "replace")
+        append(line)
+    return out
