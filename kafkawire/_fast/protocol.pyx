@@ -1,364 +1,554 @@
-# cython: language_level=3
-"""Protocol kernels, pure-Python twin: interpret compiled struct programs.
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Protocol kernels, compiled twin: interpret compiled struct programs.
 
-``decode_struct`` reads one struct (and everything nested in it) from
-``buf[pos:end]`` and never looks past ``end``; ``encode_struct`` appends the
-encoding of an object to a bytearray.  Programs are described in
-:mod:`kafkawire._protocol_common`; the schemas that produce them hold all the
-Kafka knowledge, these functions only the wire primitives.
+Same contract as :mod:`kafkawire._pure.protocol`: ``decode_struct`` reads one
+struct from ``buf[pos:end]`` through a raw pointer with explicit bounds checks
+(never past ``end``), ``encode_struct`` appends to a bytearray in place.
 """
-from __future__ import annotations
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8String
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF, Py_DECREF
 
-import struct
+cdef extern from "Python.h":
+    int PyObject_GenericSetDict(object o, object value, void* context) except -1
+    object PyType_GenericAlloc(object tp, Py_ssize_t nitems)
+
+import struct as _struct
 import uuid as _uuid
 
-from kafkawire._protocol_common import (
-    ARRAY, BOOL, BYTES, CARRAY, CBYTES, CNARRAY, CNBYTES, CNSTRING, CRECORDS, CSTRING,
-    FLOAT64, INT8, INT16, INT32, INT64, MessageDecodeError, NARRAY, NBYTES, NSTRING,
-    NSTRUCT, RECORDS, STRING, STRUCT, UINT16, UINT32, UNKNOWN_TAGS, UUID, UVARINT, VARINT,
-    VARLONG,
-)
+from kafkawire._protocol_common import MessageDecodeError, UNKNOWN_TAGS
 
 __all__ = ["decode_struct", "encode_struct", "read_uvarint"]
 
-_B = struct.Struct(">b")
-_H = struct.Struct(">h")
-_UH = struct.Struct(">H")
-_I = struct.Struct(">i")
-_UI = struct.Struct(">I")
-_Q = struct.Struct(">q")
-_D = struct.Struct(">d")
-_FIXED = {BOOL: (_B, 1), INT8: (_B, 1), INT16: (_H, 2), UINT16: (_UH, 2), INT32: (_I, 4),
-          UINT32: (_UI, 4), INT64: (_Q, 8), FLOAT64: (_D, 8)}
+# codes (see kafkawire/_protocol_common.py; a test checks they agree)
+DEF C_BOOL = 0
+DEF C_INT8 = 1
+DEF C_INT16 = 2
+DEF C_INT32 = 3
+DEF C_INT64 = 4
+DEF C_UINT16 = 5
+DEF C_UINT32 = 6
+DEF C_VARINT = 7
+DEF C_VARLONG = 8
+DEF C_UVARINT = 9
+DEF C_FLOAT64 = 10
+DEF C_UUID = 11
+DEF C_STRING = 12
+DEF C_NSTRING = 13
+DEF C_CSTRING = 14
+DEF C_CNSTRING = 15
+DEF C_BYTES = 16
+DEF C_NBYTES = 17
+DEF C_CBYTES = 18
+DEF C_CNBYTES = 19
+DEF C_RECORDS = 20
+DEF C_CRECORDS = 21
+DEF C_ARRAY = 22
+DEF C_NARRAY = 23
+DEF C_CARRAY = 24
+DEF C_CNARRAY = 25
+DEF C_STRUCT = 26
+DEF C_NSTRUCT = 27
+
+CODES = {"BOOL": C_BOOL, "INT8": C_INT8, "INT16": C_INT16, "INT32": C_INT32, "INT64": C_INT64,
+         "UINT16": C_UINT16, "UINT32": C_UINT32, "VARINT": C_VARINT, "VARLONG": C_VARLONG,
+         "UVARINT": C_UVARINT, "FLOAT64": C_FLOAT64, "UUID": C_UUID, "STRING": C_STRING,
+         "NSTRING": C_NSTRING, "CSTRING": C_CSTRING, "CNSTRING": C_CNSTRING, "BYTES": C_BYTES,
+         "NBYTES": C_NBYTES, "CBYTES": C_CBYTES, "CNBYTES": C_CNBYTES, "RECORDS": C_RECORDS,
+         "CRECORDS": C_CRECORDS, "ARRAY": C_ARRAY, "NARRAY": C_NARRAY, "CARRAY": C_CARRAY,
+         "CNARRAY": C_CNARRAY, "STRUCT": C_STRUCT, "NSTRUCT": C_NSTRUCT}
+
+cdef object _UUID = _uuid.UUID
+cdef object _D = _struct.Struct(">d")
 
 
-def _truncated(pos: int, need: int, end: int, what: str) -> MessageDecodeError:
+cdef object _truncated(Py_ssize_t pos, Py_ssize_t need, Py_ssize_t end, str what):
+    cdef Py_ssize_t left = end - pos
+    if left < 0:
+        left = 0
     return MessageDecodeError(
-        f"{what} needs {need} bytes but only {max(end - pos, 0)} remain in the frame "
+        f"{what} needs {need} bytes but only {left} remain in the frame "
         "(truncated or corrupt message)", position=pos, reason="truncated")
 
 
-def read_uvarint(buf, pos: int, end: int):
-    """Read an unsigned varint (at most 5 bytes, 32 bits) -> (value, new_pos)."""
-    result = 0
-    shift = 0
-    start = pos
+cdef inline uint32_t _be32(const unsigned char* p) nogil:
+    return ((<uint32_t>p[0]) << 24) | ((<uint32_t>p[1]) << 16) | ((<uint32_t>p[2]) << 8) | p[3]
+
+
+cdef inline uint64_t _be64(const unsigned char* p) nogil:
+    return ((<uint64_t>_be32(p)) << 32) | _be32(p + 4)
+
+
+cdef int64_t _uvar(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end) except -1:
+    cdef Py_ssize_t pos = ppos[0], start = ppos[0]
+    cdef uint64_t result = 0
+    cdef int shift = 0
+    cdef unsigned char b
     while True:
         if pos >= end:
             raise _truncated(start, pos - start + 1, end, "unsigned varint")
-        b = buf[pos]
+        b = p[pos]
         pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
+        result |= (<uint64_t>(b & 0x7F)) << shift
+        if not (b & 0x80):
+            break
         shift += 7
         if shift > 28:
             raise MessageDecodeError("unsigned varint longer than 5 bytes", position=start,
                                      reason="varint")
+    if result > 0xFFFFFFFF:
+        raise MessageDecodeError("unsigned varint over 32 bits", position=start, reason="varint")
+    ppos[0] = pos
+    return <int64_t>result
 
 
-def _read_varlong(buf, pos: int, end: int, limit: int):
-    result = 0
-    shift = 0
-    start = pos
+cdef object _zigzag_read(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end, int limit):
+    cdef Py_ssize_t pos = ppos[0], start = ppos[0]
+    cdef uint64_t result = 0
+    cdef int shift = 0
+    cdef unsigned char b
     while True:
         if pos >= end:
             raise _truncated(start, pos - start + 1, end, "varint")
-        b = buf[pos]
+        b = p[pos]
         pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
+        result |= (<uint64_t>(b & 0x7F)) << shift
+        if not (b & 0x80):
+            break
         shift += 7
         if shift >= limit:
             raise MessageDecodeError("varint too long", position=start, reason="varint")
+    ppos[0] = pos
+    if limit == 35:
+        result &= 0xFFFFFFFF
+    return <int64_t>((result >> 1) ^ (-(<int64_t>(result & 1))))
 
 
-def _length(buf, pos, end, compact, wide, nullable, what):
-    """Read a string/bytes/array length prefix -> (length or -1 for null, new_pos)."""
+cdef Py_ssize_t _length(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end, bint compact,
+                        bint wide, bint nullable, bint check_fit, str what) except -2:
+    cdef Py_ssize_t pos = ppos[0]
+    cdef int64_t n
     if compact:
-        n, pos2 = read_uvarint(buf, pos, end)
-        n -= 1
+        n = _uvar(p, ppos, end) - 1
     elif wide:
         if pos + 4 > end:
-            raise _truncated(pos, 4, end, f"{what} length")
-        n = _I.unpack_from(buf, pos)[0]
-        pos2 = pos + 4
+            raise _truncated(pos, 4, end, what + " length")
+        n = <int32_t>_be32(p + pos)
+        ppos[0] = pos + 4
     else:
         if pos + 2 > end:
-            raise _truncated(pos, 2, end, f"{what} length")
-        n = _H.unpack_from(buf, pos)[0]
-        pos2 = pos + 2
+            raise _truncated(pos, 2, end, what + " length")
+        n = <int16_t>((p[pos] << 8) | p[pos + 1])
+        ppos[0] = pos + 2
     if n < 0:
         if n == -1 and nullable:
-            return -1, pos2
+            return -1
         raise MessageDecodeError(f"negative {what} length {n} (null not allowed here)",
                                  position=pos, reason="length")
-    if n > end - pos2 and what != "array":
+    if check_fit and n > end - ppos[0]:
         raise MessageDecodeError(
-            f"{what} length {n} runs past the end of the frame ({end - pos2} bytes remain)",
+            f"{what} length {n} runs past the end of the frame ({end - ppos[0]} bytes remain)",
             position=pos, reason="length")
-    return n, pos2
+    return <Py_ssize_t>n
 
 
-def _decode_value(mv, pos, end, code, arg):
-    fixed = _FIXED.get(code)
-    if fixed is not None:
-        st, size = fixed
-        if pos + size > end:
-            raise _truncated(pos, size, end, "field")
-        v = st.unpack_from(mv, pos)[0]
-        if code == BOOL:
-            v = v != 0
-        return v, pos + size
-    if code == STRING or code == NSTRING or code == CSTRING or code == CNSTRING:
-        n, pos2 = _length(mv, pos, end, code >= CSTRING, False, code == NSTRING or code == CNSTRING,
-                          "string")
+cdef object _dec_value(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end, int code,
+                       object arg, object mv):
+    cdef Py_ssize_t pos = ppos[0], n, i
+    cdef int ecode
+    cdef list out
+    cdef object earg, v
+    if code == C_INT32:
+        if pos + 4 > end:
+            raise _truncated(pos, 4, end, "int32 field")
+        ppos[0] = pos + 4
+        return <int32_t>_be32(p + pos)
+    if code == C_INT16:
+        if pos + 2 > end:
+            raise _truncated(pos, 2, end, "int16 field")
+        ppos[0] = pos + 2
+        return <int16_t>((p[pos] << 8) | p[pos + 1])
+    if code == C_INT64:
+        if pos + 8 > end:
+            raise _truncated(pos, 8, end, "int64 field")
+        ppos[0] = pos + 8
+        return <int64_t>_be64(p + pos)
+    if code == C_INT8 or code == C_BOOL:
+        if pos + 1 > end:
+            raise _truncated(pos, 1, end, "int8 field")
+        ppos[0] = pos + 1
+        if code == C_BOOL:
+            return p[pos] != 0
+        return <int8_t>p[pos]
+    if code == C_UINT16:
+        if pos + 2 > end:
+            raise _truncated(pos, 2, end, "uint16 field")
+        ppos[0] = pos + 2
+        return <uint16_t>((p[pos] << 8) | p[pos + 1])
+    if code == C_UINT32:
+        if pos + 4 > end:
+            raise _truncated(pos, 4, end, "uint32 field")
+        ppos[0] = pos + 4
+        return _be32(p + pos)
+    if code >= C_STRING and code <= C_CNSTRING:
+        n = _length(p, ppos, end, code >= C_CSTRING, False,
+                    code == C_NSTRING or code == C_CNSTRING, True, "string")
         if n < 0:
-            return None, pos2
+            return None
+        pos = ppos[0]
+        ppos[0] = pos + n
         try:
-            return str(mv[pos2:pos2 + n], "utf-8"), pos2 + n
+            return PyUnicode_DecodeUTF8(<const char*>(p + pos), n, NULL)
         except UnicodeDecodeError:
-            raise MessageDecodeError("string is not valid UTF-8", position=pos2,
+            raise MessageDecodeError("string is not valid UTF-8", position=pos,
                                      reason="utf8") from None
-    if BYTES <= code <= CRECORDS:
-        compact = code in (CBYTES, CNBYTES, CRECORDS)
-        nullable = code in (NBYTES, CNBYTES, RECORDS, CRECORDS)
-        n, pos2 = _length(mv, pos, end, compact, True, nullable, "bytes")
+    if code >= C_ARRAY and code <= C_CNARRAY:
+        n = _length(p, ppos, end, code >= C_CARRAY, True, code == C_NARRAY or code == C_CNARRAY,
+                    False, "array")
         if n < 0:
-            return None, pos2
-        if code >= RECORDS:
-            return mv[pos2:pos2 + n], pos2 + n
-        return bytes(mv[pos2:pos2 + n]), pos2 + n
-    if ARRAY <= code <= CNARRAY:
-        n, pos2 = _length(mv, pos, end, code >= CARRAY, True, code == NARRAY or code == CNARRAY,
-                          "array")
-        if n < 0:
-            return None, pos2
-        if n > end - pos2:
+            return None
+        if n > end - ppos[0]:
             raise MessageDecodeError(
-                f"array of {n} elements cannot fit in the {end - pos2} bytes left in the frame",
+                f"array of {n} elements cannot fit in the {end - ppos[0]} bytes left in the frame",
                 position=pos, reason="length")
-        ecode, earg = arg
+        ecode = (<tuple>arg)[0]
+        earg = (<tuple>arg)[1]
         out = []
-        append = out.append
-        if ecode == STRUCT:
-            for _ in range(n):
-                v, pos2 = _decode(mv, pos2, end, earg)
-                append(v)
+        if ecode == C_STRUCT:
+            for i in range(n):
+                out.append(_dec_struct(p, ppos, end, <tuple>earg, mv))
+        elif ecode == C_INT32:
+            pos = ppos[0]
+            if pos + 4 * n > end:
+                raise _truncated(pos, 4 * n, end, "int32 array")
+            out = PyList_New(n)
+            for i in range(n):
+                v = <int32_t>_be32(p + pos + 4 * i)
+                Py_INCREF(v)
+                PyList_SET_ITEM(out, i, v)
+            ppos[0] = pos + 4 * n
         else:
-            for _ in range(n):
-                v, pos2 = _decode_value(mv, pos2, end, ecode, earg)
-                append(v)
-        return out, pos2
-    if code == STRUCT:
-        return _decode(mv, pos, end, arg)
-    if code == NSTRUCT:
+            for i in range(n):
+                out.append(_dec_value(p, ppos, end, ecode, earg, mv))
+        return out
+    if code >= C_BYTES and code <= C_CRECORDS:
+        n = _length(p, ppos, end, code == C_CBYTES or code == C_CNBYTES or code == C_CRECORDS,
+                    True, code != C_BYTES and code != C_CBYTES, True, "bytes")
+        if n < 0:
+            return None
+        pos = ppos[0]
+        ppos[0] = pos + n
+        if code >= C_RECORDS:
+            return mv[pos:pos + n]
+        return PyBytes_FromStringAndSize(<const char*>(p + pos), n)
+    if code == C_STRUCT:
+        return _dec_struct(p, ppos, end, <tuple>arg, mv)
+    if code == C_NSTRUCT:
         if pos + 1 > end:
             raise _truncated(pos, 1, end, "nullable struct marker")
-        if mv[pos] == 0xFF:
-            return None, pos + 1
-        return _decode(mv, pos + 1, end, arg)
-    if code == UUID:
+        ppos[0] = pos + 1
+        if p[pos] == 0xFF:
+            return None
+        return _dec_struct(p, ppos, end, <tuple>arg, mv)
+    if code == C_UUID:
         if pos + 16 > end:
             raise _truncated(pos, 16, end, "uuid")
-        return _uuid.UUID(bytes=bytes(mv[pos:pos + 16])), pos + 16
-    if code == UVARINT:
-        return read_uvarint(mv, pos, end)
-    if code == VARINT:
-        return _read_varlong(mv, pos, end, 35)
-    if code == VARLONG:
-        return _read_varlong(mv, pos, end, 70)
+        ppos[0] = pos + 16
+        return _UUID(bytes=PyBytes_FromStringAndSize(<const char*>(p + pos), 16))
+    if code == C_FLOAT64:
+        if pos + 8 > end:
+            raise _truncated(pos, 8, end, "float64 field")
+        ppos[0] = pos + 8
+        return _D.unpack(PyBytes_FromStringAndSize(<const char*>(p + pos), 8))[0]
+    if code == C_UVARINT:
+        return _uvar(p, ppos, end)
+    if code == C_VARINT:
+        return _zigzag_read(p, ppos, end, 35)
+    if code == C_VARLONG:
+        return _zigzag_read(p, ppos, end, 70)
     raise MessageDecodeError(f"unknown field code {code}", position=pos)
 
 
-def _decode(mv, pos, end, prog):
-    cls, ops, _tagged, tag_map, defaults, flexible = prog
-    d = {}
-    for name, code, arg in ops:
-        d[name], pos = _decode_value(mv, pos, end, code, arg)
-    if flexible:
-        count, pos = read_uvarint(mv, pos, end)
-        unknown = None
-        for _ in range(count):
-            tag, pos = read_uvarint(mv, pos, end)
-            size, pos = read_uvarint(mv, pos, end)
-            if size > end - pos:
+cdef object _dec_struct(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end, tuple prog,
+                        object mv):
+    cdef dict d = {}
+    cdef tuple op
+    cdef Py_ssize_t count, i, size, tag, start
+    cdef object known, obj, unknown = None, factory
+    cdef tuple ops = <tuple>prog[1]
+    for op in ops:
+        d[op[0]] = _dec_value(p, ppos, end, <int>op[1], op[2], mv)
+    if prog[5]:
+        count = _uvar(p, ppos, end)
+        for i in range(count):
+            tag = _uvar(p, ppos, end)
+            size = _uvar(p, ppos, end)
+            start = ppos[0]
+            if size > end - start:
                 raise MessageDecodeError(
                     f"tagged field {tag} of {size} bytes runs past the end of the frame",
-                    position=pos, reason="length")
-            known = tag_map.get(tag)
+                    position=start, reason="length")
+            known = (<dict>prog[3]).get(tag)
             if known is None:
                 if unknown is None:
                     unknown = []
-                unknown.append((tag, bytes(mv[pos:pos + size])))
+                unknown.append((tag, PyBytes_FromStringAndSize(<const char*>(p + start), size)))
             else:
-                name, code, arg = known
-                d[name], stop = _decode_value(mv, pos, pos + size, code, arg)
-                if stop != pos + size:
+                d[(<tuple>known)[0]] = _dec_value(p, ppos, start + size, <int>(<tuple>known)[1],
+                                                  (<tuple>known)[2], mv)
+                if ppos[0] != start + size:
                     raise MessageDecodeError(
-                        f"tagged field {tag} ({name}) used {stop - pos} of its {size} bytes",
-                        position=pos, reason="tag")
-            pos += size
+                        f"tagged field {tag} ({(<tuple>known)[0]}) used {ppos[0] - start} of "
+                        f"its {size} bytes", position=start, reason="tag")
+            ppos[0] = start + size
         if unknown is not None:
             d[UNKNOWN_TAGS] = unknown
-    for name, value, factory in defaults:
-        if name not in d:
-            d[name] = value if factory is None else factory()
-    obj = cls.__new__(cls)
-    obj.__dict__ = d
-    return obj, pos
+    for op in <tuple>prog[4]:
+        if op[0] not in d:
+            factory = op[2]
+            d[op[0]] = op[1] if factory is None else factory()
+    return _new_struct(prog[0], d)
 
 
-def decode_struct(buf, pos: int, end: int, prog):
+cdef object _new_struct(object cls, dict d):
+    """An instance of the (plain Python) struct class with ``d`` as its __dict__,
+    without running __init__: what ``object.__new__`` + ``obj.__dict__ = d`` do."""
+    obj = PyType_GenericAlloc(cls, 0)
+    PyObject_GenericSetDict(obj, d, NULL)
+    return obj
+
+
+def decode_struct(buf, Py_ssize_t pos, Py_ssize_t end, tuple prog):
     """Decode the struct described by ``prog`` from ``buf[pos:end]`` -> (object, new_pos)."""
+    cdef Py_buffer view
+    cdef Py_ssize_t cur = pos
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
-    if not 0 <= pos <= end <= len(mv):
-        raise MessageDecodeError(f"bad bounds [{pos}, {end}) for a buffer of {len(mv)} bytes",
-                                 position=pos, reason="length")
-    return _decode(mv, pos, end, prog)
+    PyObject_GetBuffer(mv, &view, PyBUF_SIMPLE)
+    try:
+        if not (0 <= pos <= end <= view.len):
+            raise MessageDecodeError(f"bad bounds [{pos}, {end}) for a buffer of {view.len} bytes",
+                                     position=pos, reason="length")
+        obj = _dec_struct(<const unsigned char*>view.buf, &cur, end, prog, mv)
+    finally:
+        PyBuffer_Release(&view)
+    return obj, cur
+
+
+def read_uvarint(buf, Py_ssize_t pos, Py_ssize_t end):
+    """Read an unsigned varint (at most 5 bytes, 32 bits) -> (value, new_pos)."""
+    cdef const unsigned char[:] b = buf
+    cdef Py_ssize_t cur = pos
+    if not (0 <= pos <= end <= b.shape[0]):
+        raise MessageDecodeError("bad bounds", position=pos, reason="length")
+    if pos == end:
+        raise _truncated(pos, 1, end, "unsigned varint")
+    v = _uvar(&b[0], &cur, end)
+    return v, cur
 
 
 # ---- encoding ------------------------------------------------------------------------
 
-def _uvarint(out: bytearray, v: int) -> None:
-    if v < 0 or v > 0xFFFFFFFF:
-        raise OverflowError(f"{v} does not fit an unsigned 32-bit varint")
+cdef int _put(bytearray out, const void* src, Py_ssize_t n) except -1:
+    cdef Py_ssize_t old = PyByteArray_GET_SIZE(out)
+    PyByteArray_Resize(out, old + n)
+    memcpy(PyByteArray_AS_STRING(out) + old, src, n)
+    return 0
+
+
+cdef inline int _put_be(bytearray out, uint64_t v, int size) except -1:
+    cdef unsigned char b[8]
+    cdef int i
+    for i in range(size):
+        b[size - 1 - i] = <unsigned char>(v & 0xFF)
+        v >>= 8
+    return _put(out, b, size)
+
+
+cdef int _put_uvar(bytearray out, object value) except -1:
+    cdef unsigned char b[10]
+    cdef int n = 0
+    if value < 0 or value > 0xFFFFFFFF:
+        raise OverflowError(f"{value} does not fit an unsigned 32-bit varint")
+    cdef uint64_t v = value
     while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
+        b[n] = <unsigned char>((v & 0x7F) | 0x80)
         v >>= 7
-    out.append(v)
+        n += 1
+    b[n] = <unsigned char>v
+    return _put(out, b, n + 1)
 
 
-def _zigzag(out: bytearray, v: int, bits: int) -> None:
-    lim = 1 << (bits - 1)
-    if not -lim <= v < lim:
-        raise OverflowError(f"{v} does not fit a {bits}-bit varint")
-    z = ((v << 1) ^ (v >> (bits - 1))) & ((1 << bits) - 1)
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-
-
-def _len_prefix(out, n, compact, wide):
-    if compact:
-        _uvarint(out, n + 1)
-    elif wide:
-        out += _I.pack(n)
+cdef int _put_zigzag(bytearray out, object value, int bits) except -1:
+    cdef unsigned char b[10]
+    cdef int n = 0
+    cdef int64_t s
+    cdef uint64_t z
+    if bits == 32:
+        if not (-2147483648 <= value <= 2147483647):
+            raise OverflowError(f"{value} does not fit a 32-bit varint")
+        s = value
+        z = (<uint64_t>(<uint32_t>((<int32_t>s << 1) ^ (<int32_t>s >> 31))))
     else:
-        out += _H.pack(n)
+        s = value
+        z = (<uint64_t>s << 1) ^ (<uint64_t>(s >> 63))
+    while z >= 0x80:
+        b[n] = <unsigned char>((z & 0x7F) | 0x80)
+        z >>= 7
+        n += 1
+    b[n] = <unsigned char>z
+    return _put(out, b, n + 1)
 
 
-def _encode_value(out: bytearray, v, code, arg) -> None:
-    fixed = _FIXED.get(code)
-    if fixed is not None:
-        if code == BOOL:
-            out.append(1 if v else 0)
-        else:
-            out += fixed[0].pack(v)
-        return
-    if STRING <= code <= CNSTRING:
-        compact = code >= CSTRING
+cdef int _put_len(bytearray out, Py_ssize_t n, bint compact, bint wide) except -1:
+    if compact:
+        return _put_uvar(out, n + 1)
+    if wide:
+        return _put_be(out, <uint32_t><int32_t>n, 4)
+    return _put_be(out, <uint16_t><int16_t>n, 2)
+
+
+cdef int _enc_value(bytearray out, object v, int code, object arg) except -1:
+    cdef bint compact
+    cdef bytes b
+    cdef Py_buffer view
+    cdef int ecode
+    cdef object earg, item
+    if code == C_INT32:
+        if not (-2147483648 <= v <= 2147483647):
+            raise OverflowError(f"{v} out of int32 range")
+        return _put_be(out, <uint32_t><int32_t>v, 4)
+    if code == C_INT16:
+        if not (-32768 <= v <= 32767):
+            raise OverflowError(f"{v} out of int16 range")
+        return _put_be(out, <uint16_t><int16_t>v, 2)
+    if code == C_INT64:
+        return _put_be(out, <uint64_t><int64_t>v, 8)
+    if code == C_INT8:
+        if not (-128 <= v <= 127):
+            raise OverflowError(f"{v} out of int8 range")
+        return _put_be(out, <uint8_t><int8_t>v, 1)
+    if code == C_BOOL:
+        return _put_be(out, 1 if v else 0, 1)
+    if code == C_UINT16:
+        if not (0 <= v <= 65535):
+            raise OverflowError(f"{v} out of uint16 range")
+        return _put_be(out, <uint16_t>v, 2)
+    if code == C_UINT32:
+        if not (0 <= v <= 0xFFFFFFFF):
+            raise OverflowError(f"{v} out of uint32 range")
+        return _put_be(out, <uint32_t>v, 4)
+    if code >= C_STRING and code <= C_CNSTRING:
+        compact = code >= C_CSTRING
         if v is None:
-            if code == STRING or code == CSTRING:
+            if code == C_STRING or code == C_CSTRING:
                 raise ValueError("null string in a non-nullable field")
-            _len_prefix(out, -1, compact, False)
-            return
-        b = v.encode("utf-8")
+            return _put_len(out, -1, compact, False)
+        if not isinstance(v, str):
+            raise TypeError(f"expected str, got {type(v).__name__}")
+        b = PyUnicode_AsUTF8String(v)
         if not compact and len(b) > 0x7FFF:
             raise ValueError(f"string of {len(b)} bytes is longer than 32767")
-        _len_prefix(out, len(b), compact, False)
-        out += b
-        return
-    if BYTES <= code <= CRECORDS:
-        compact = code in (CBYTES, CNBYTES, CRECORDS)
+        _put_len(out, len(b), compact, False)
+        return _put(out, <const char*>b, len(b))
+    if code >= C_ARRAY and code <= C_CNARRAY:
+        compact = code >= C_CARRAY
         if v is None:
-            if code == BYTES or code == CBYTES:
-                raise ValueError("null bytes in a non-nullable field")
-            _len_prefix(out, -1, compact, True)
-            return
-        b = memoryview(v)
-        _len_prefix(out, b.nbytes, compact, True)
-        out += b
-        return
-    if ARRAY <= code <= CNARRAY:
-        compact = code >= CARRAY
-        if v is None:
-            if code == ARRAY or code == CARRAY:
+            if code == C_ARRAY or code == C_CARRAY:
                 raise ValueError("null array in a non-nullable field")
-            _len_prefix(out, -1, compact, True)
-            return
-        _len_prefix(out, len(v), compact, True)
-        ecode, earg = arg
-        if ecode == STRUCT:
+            return _put_len(out, -1, compact, True)
+        _put_len(out, len(v), compact, True)
+        ecode = (<tuple>arg)[0]
+        earg = (<tuple>arg)[1]
+        if ecode == C_STRUCT:
             for item in v:
-                _encode(out, item, earg)
+                _enc_struct(out, item, <tuple>earg)
         else:
             for item in v:
-                _encode_value(out, item, ecode, earg)
-        return
-    if code == STRUCT:
-        _encode(out, v, arg)
-        return
-    if code == NSTRUCT:
+                _enc_value(out, item, ecode, earg)
+        return 0
+    if code >= C_BYTES and code <= C_CRECORDS:
+        compact = code == C_CBYTES or code == C_CNBYTES or code == C_CRECORDS
         if v is None:
-            out.append(0xFF)
-        else:
-            out.append(1)
-            _encode(out, v, arg)
-        return
-    if code == UUID:
-        if isinstance(v, _uuid.UUID):
-            out += v.bytes
+            if code == C_BYTES or code == C_CBYTES:
+                raise ValueError("null bytes in a non-nullable field")
+            return _put_len(out, -1, compact, True)
+        PyObject_GetBuffer(v, &view, PyBUF_SIMPLE)
+        try:
+            _put_len(out, view.len, compact, True)
+            _put(out, view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
+        return 0
+    if code == C_STRUCT:
+        return _enc_struct(out, v, <tuple>arg)
+    if code == C_NSTRUCT:
+        if v is None:
+            return _put_be(out, 0xFF, 1)
+        _put_be(out, 1, 1)
+        return _enc_struct(out, v, <tuple>arg)
+    if code == C_UUID:
+        if isinstance(v, _UUID):
+            b = v.bytes
         else:
             b = bytes(v)
             if len(b) != 16:
                 raise ValueError("a uuid needs 16 bytes")
-            out += b
-        return
-    if code == UVARINT:
-        _uvarint(out, v)
-        return
-    if code == VARINT:
-        _zigzag(out, v, 32)
-        return
-    if code == VARLONG:
-        _zigzag(out, v, 64)
-        return
+        return _put(out, <const char*>b, 16)
+    if code == C_FLOAT64:
+        b = _D.pack(v)
+        return _put(out, <const char*>b, 8)
+    if code == C_UVARINT:
+        return _put_uvar(out, v)
+    if code == C_VARINT:
+        return _put_zigzag(out, v, 32)
+    if code == C_VARLONG:
+        return _put_zigzag(out, v, 64)
     raise ValueError(f"unknown field code {code}")
 
 
-def _encode(out: bytearray, obj, prog) -> None:
-    _cls, ops, tagged, _tag_map, _defaults, flexible = prog
+cdef int _enc_struct(bytearray out, object obj, tuple prog) except -1:
+    cdef dict d
+    cdef tuple op
+    cdef list fields
+    cdef bytearray tmp
     if isinstance(obj, dict):
-        get = obj.__getitem__
+        d = <dict>obj
     else:
         d = obj.__dict__
-        get = d.__getitem__
-    for name, code, arg in ops:
-        _encode_value(out, get(name), code, arg)
-    if flexible:
+    for op in <tuple>prog[1]:
+        _enc_value(out, d[op[0]], <int>op[1], op[2])
+    if prog[5]:
         fields = []
-        for tag, name, code, arg, default in tagged:
-            v = get(name)
-            if v != default:
-                buf = bytearray()
-                _encode_value(buf, v, code, arg)
-                fields.append((tag, buf))
-        unknown = getattr(obj, UNKNOWN_TAGS, None) if not isinstance(obj, dict) else obj.get(UNKNOWN_TAGS)
+        for op in <tuple>prog[2]:
+            v = d[op[1]]
+            if v != op[4]:
+                tmp = bytearray()
+                _enc_value(tmp, v, <int>op[2], op[3])
+                fields.append((op[0], tmp))
+        unknown = d.get(UNKNOWN_TAGS)
         if unknown:
             fields.extend(unknown)
-            fields.sort(key=lambda f: f[0])
-        _uvarint(out, len(fields))
+            fields.sort(key=_first)
+        _put_uvar(out, len(fields))
         for tag, raw in fields:
-            _uvarint(out, tag)
-            _uvarint(out, len(raw))
+            _put_uvar(out, tag)
+            _put_uvar(out, len(raw))
             out += raw
+    return 0
 
 
-def encode_struct(obj, prog, out: bytearray) -> None:
+def _first(t):
+    return t[0]
+
+
+def encode_struct(obj, tuple prog, bytearray out):
     """Append the encoding of ``obj`` (attributes named by ``prog``) to ``out``."""
-    _encode(out, obj, prog)
+    _enc_struct(out, obj, prog)

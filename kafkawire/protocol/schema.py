@@ -22,6 +22,7 @@ decode/encode round trip in ``unknown_tagged_fields``.
 """
 from __future__ import annotations
 
+import gc
 import re
 import uuid as _uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type
@@ -361,7 +362,16 @@ class Message(Struct):
         prog = cls.program(version)
         if end is None:
             end = memoryview(data).nbytes
-        obj, stop = K.decode_struct(data, pos, end, prog)
+        # Decoding allocates thousands of containers that are never cyclic garbage;
+        # letting the cyclic GC scan them mid-decode costs a third of the time.
+        gc_on = gc.isenabled()
+        if gc_on:
+            gc.disable()
+        try:
+            obj, stop = K.decode_struct(data, pos, end, prog)
+        finally:
+            if gc_on:
+                gc.enable()
         if stop != end and not allow_trailing:
             raise MessageDecodeError(
                 f"{cls.__name__} v{version} ended after {stop - pos} bytes but the body has "
