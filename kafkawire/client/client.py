@@ -651,7 +651,7 @@ class Client:
         TOPIC_ALREADY_EXISTS).
         """
         specs = []
-        for t in ([topics] if isinstance(topics, str) else topics):
+        for t in ([topics] if isinstance(topics, (str, Mapping)) else topics):
             if isinstance(t, str):
                 t = {"name": t}
             specs.append({"name": t["name"],
