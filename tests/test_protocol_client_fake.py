@@ -512,3 +512,53 @@ def test_context_manager_closes_sockets(fake):
         conns = list(c._conns.values())
         assert conns and all(x.connected for x in conns)
     assert not any(x.connected for x in conns)
+
+
+def test_list_offsets_by_timestamp(fake):
+    asked = []
+
+    def list_offsets(node, req):
+        p = req.message.topics[0].partitions[0]
+        asked.append((req.api_version, p.timestamp))
+        return P.ListOffsetsResponse(topics=[{"name": "t", "partitions": [
+            {"partition_index": p.partition_index, "offset": 17, "timestamp": p.timestamp + 5}]}])
+
+    fake.handlers[2] = list_offsets
+    with Client(fake.bootstrap) as c:
+        res = c.list_offsets("t", 1, 1_700_000_000_000)
+        assert (res.offset, res.timestamp, res.partition) == (17, 1_700_000_000_005, 1)
+        c.list_offsets("t", 1, "earliest")
+        c.list_offsets("t", 1, "max_timestamp")
+    assert [ts for _, ts in asked] == [1_700_000_000_000, -2, -3]
+    assert all(v >= 1 for v, _ in asked)
+
+
+def test_fetch_uses_topic_ids_from_v13_and_names_before(fake):
+    seen = []
+
+    def fetch(node, req):
+        t = req.message.topics[0]
+        seen.append((req.api_version, t.topic_id if req.api_version >= 13 else t.topic))
+        return P.FetchResponse(responses=[{"topic_id": TOPIC_ID, "topic": "t", "partitions": [
+            {"partition_index": 0, "high_watermark": 0}]}])
+
+    fake.handlers[1] = fetch
+    with Client(fake.bootstrap) as c:
+        assert c.fetch("t", 0, 0).batches == []
+    fake.versions[1] = (0, 12)
+    with Client(fake.bootstrap) as c:
+        c.fetch("t", 0, 0)
+    assert seen == [(P.FetchRequest.VERSIONS[1], TOPIC_ID), (12, "t")]
+
+
+def test_fetch_verify_crc_catches_damage(fake):
+    b = BatchBuilder()
+    b.append(b"value")
+    data = bytearray(b.build())
+    data[-1] ^= 0xFF
+    fake.handlers[1] = lambda node, req: P.FetchResponse(responses=[{
+        "topic_id": TOPIC_ID, "topic": "t", "partitions": [
+            {"partition_index": 0, "high_watermark": 1, "records": bytes(data)}]}])
+    with Client(fake.bootstrap) as c:
+        with pytest.raises(kafkawire.errors.CorruptRecordError):
+            c.fetch("t", 0, 0, verify_crc=True)

@@ -1,0 +1,89 @@
+"""Client pieces without a broker: record shapes, bootstrap parsing, the metadata cache."""
+from __future__ import annotations
+
+import pytest
+
+from kafkawire import protocol as P
+from kafkawire.client import ProducerRecord
+from kafkawire.client.cluster import ClusterMetadata, parse_bootstrap
+from kafkawire.client.results import FetchResult, as_producer_record, normalize_record
+from kafkawire.records.builder import BatchBuilder
+
+pytestmark = pytest.mark.one_backend
+
+
+def test_record_shapes():
+    assert normalize_record(b"v") == (b"v", None, (), None, None)
+    assert normalize_record((b"k", b"v")) == (b"v", b"k", (), None, None)
+    assert normalize_record(("k", "v")) == (b"v", b"k", (), None, None)
+    assert normalize_record((None, None)) == (None, None, (), None, None)
+    assert normalize_record("text") == (b"text", None, (), None, None)
+    assert normalize_record(bytearray(b"ba")) == (b"ba", None, (), None, None)
+    d = {"value": b"v", "key": b"k", "headers": [("h", "x"), ("n", None)], "timestamp": 5,
+         "partition": 2}
+    assert normalize_record(d) == (b"v", b"k", [("h", b"x"), ("n", None)], 5, 2)
+    r = ProducerRecord(b"v", b"k", [("a", b"1")], 9, 1)
+    assert normalize_record(r) == tuple(r)
+    assert as_producer_record((b"k", b"v")) == ProducerRecord(b"v", b"k")
+    with pytest.raises(TypeError, match="unknown record field"):
+        normalize_record({"valu": b"x"})
+    with pytest.raises(TypeError, match="key, value"):
+        normalize_record((1, 2, 3))
+    with pytest.raises(TypeError):
+        normalize_record(3.5)
+
+
+def test_parse_bootstrap():
+    assert parse_bootstrap("a:1, b ,[::1]:5") == [("a", 1), ("b", 9092), ("::1", 5)]
+    assert parse_bootstrap(["h:9093", ("x", 7)]) == [("h", 9093), ("x", 7)]
+    with pytest.raises(ValueError):
+        parse_bootstrap(" , ")
+
+
+def _metadata(leader=1, error=0, topics=("t",)):
+    return P.MetadataResponse(
+        brokers=[{"node_id": 1, "host": "h1", "port": 1}, {"node_id": 2, "host": "h2", "port": 2}],
+        controller_id=2, cluster_id="c",
+        topics=[{"name": t, "error_code": error, "partitions": [
+            {"partition_index": p, "leader_id": leader if p else -1, "replica_nodes": [1, 2],
+             "isr_nodes": [1]} for p in range(3)]} for t in topics])
+
+
+def test_metadata_cache_staleness():
+    m = ClusterMetadata(max_age=300)
+    assert m.needs_refresh()
+    m.update(_metadata(), all_topics=True)
+    assert not m.needs_refresh(["t"])
+    assert m.needs_refresh(["other"])
+    assert m.leader("t", 1) == 1 and m.leader("t", 0) is None and m.leader("x", 0) is None
+    assert m.topics["t"].available_partitions() == [1, 2]
+    assert m.controller_id == 2 and m.cluster_id == "c" and m.broker(2).host == "h2"
+    m.mark_stale(["t"])
+    assert m.needs_refresh(["t"])
+    m.update(_metadata(leader=2))
+    assert not m.needs_refresh(["t"]) and m.leader("t", 1) == 2
+    m.mark_stale()
+    assert m.needs_refresh([])
+    m.update(_metadata(topics=("u",)))  # a partial refresh leaves other topics stale
+    assert m.needs_refresh(["t"]) and not m.needs_refresh(["u"])
+    m.update(_metadata(topics=("u",)), all_topics=True)
+    assert "t" not in m.topics
+
+
+def test_metadata_keeps_good_entry_over_error():
+    m = ClusterMetadata()
+    m.update(_metadata())
+    m.update(_metadata(error=5))  # a transient LEADER_NOT_AVAILABLE keeps the old layout
+    assert m.topics["t"].error_code == 0
+
+
+def test_fetch_result_records_and_next_offset():
+    b1 = BatchBuilder(base_offset=10)
+    for i in range(3):
+        b1.append(b"v%d" % i, timestamp=i)
+    from kafkawire import iter_batches
+    batches = list(iter_batches(b1.build()))
+    res = FetchResult("t", 0, 11, 13, batches=batches)
+    assert [r.offset for r in res.records()] == [11, 12]
+    assert res.next_offset == 13
+    assert FetchResult("t", 0, 5, 5).next_offset == 5
