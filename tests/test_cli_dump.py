@@ -254,3 +254,41 @@ def test_directory_expands_to_segment_files(capsys, segment):
     folder = os.path.dirname(path)
     code, out, _ = run(capsys, "dump", "--files", folder)
     assert code == 0 and out.splitlines()[0] == f"Dumping {path}"
+
+
+def test_offsets_and_transaction_log_decoders_end_to_end(capsys, tmp_path):
+    def s(v):
+        b = v.encode()
+        return struct.pack(">h", len(b)) + b
+    b = BatchBuilder()
+    b.append(struct.pack(">h", 3) + struct.pack(">qi", 42, 5) + s("") + struct.pack(">q", 1700),
+             key=struct.pack(">h", 1) + s("grp") + s("orders") + struct.pack(">i", 2), timestamp=1)
+    b.append(None, key=struct.pack(">h", 1) + s("grp") + s("orders") + struct.pack(">i", 3),
+             timestamp=2)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b.build())
+    code, out, err = run(capsys, "dump", "--files", str(path), "--offsets-decoder")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[3].endswith(
+        'headerKeys: [] key: {"type":"1","data":{"group":"grp","topic":"orders","partition":2}} '
+        'payload: {"version":"3","data":{"offset":42,"leaderEpoch":5,"metadata":"",'
+        '"commitTimestamp":1700}}')
+    assert lines[4].endswith('"partition":3}} payload: <DELETE>')
+    code, out, err = run(capsys, "dump", "--files", str(path), "--offsets-decoder", "--json")
+    recs = [json.loads(x) for x in out.splitlines() if '"record"' in x]
+    assert recs[0]["decodedKey"] == {"type": "1", "data": {"group": "grp", "topic": "orders",
+                                                           "partition": 2}}
+    assert recs[0]["decodedValue"]["data"]["offset"] == 42 and recs[1]["decodedValue"] == "<DELETE>"
+
+    t = BatchBuilder()
+    t.append(struct.pack(">hqhib", 0, 9, 1, 60000, 4) + struct.pack(">i", -1) + struct.pack(">qq", 5, 4),
+             key=struct.pack(">h", 0) + s("tx"), timestamp=1)
+    path.write_bytes(t.build())
+    code, out, err = run(capsys, "dump", "--files", str(path), "--transaction-log-decoder")
+    assert code == 0, err
+    assert out.splitlines()[3].endswith(
+        'key: {"type":"0","data":{"transactionalId":"tx"}} payload: {"version":"0","data":'
+        '{"producerId":9,"producerEpoch":1,"transactionTimeoutMs":60000,"transactionStatus":4,'
+        '"transactionPartitions":null,"transactionLastUpdateTimestampMs":5,'
+        '"transactionStartTimestampMs":4}}')

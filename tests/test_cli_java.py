@@ -63,3 +63,32 @@ def test_dump_matches_kafka_clients_view(java_runner, tmp_path, capsys, mode, fl
     assert len(got[2:]) == len(expected)
     for g, e in zip(got[2:], expected):
         assert g == e
+
+
+@pytest.mark.one_backend
+def test_consumer_protocol_members_match_kafka_json(java_runner):
+    """Subscriptions/assignments serialised by kafka-clients decode to Kafka's own JSON."""
+    import json
+    import struct
+    from kafkawire.cli.offsets_decoder import parse_record
+
+    def s(v):
+        b = v.encode()
+        return struct.pack(">h", len(b)) + b
+
+    lines = java_runner.run("ConsumerProtocolRef").stdout.decode().splitlines()
+    assert len(lines) == 8
+    refs = {}
+    for line in lines:
+        kind, version, hexbytes, js = line.split(" ", 3)
+        refs[(kind, int(version))] = (bytes.fromhex(hexbytes), js)
+    for v in range(4):
+        sub, sub_json = refs[("subscription", v)]
+        asg, asg_json = refs[("assignment", v)]
+        member = (s("m-1") + s("inst") + s("client") + s("/127.0.0.1") + struct.pack(">ii", 1, 2)
+                  + struct.pack(">i", len(sub)) + sub + struct.pack(">i", len(asg)) + asg)
+        value = (struct.pack(">h", 3) + s("consumer") + struct.pack(">i", 1) + s("range") + s("m-1")
+                 + struct.pack(">q", 5) + struct.pack(">i", 1) + member)
+        _, text = parse_record(struct.pack(">h", 2) + s("g"), value, 0)
+        assert f'"subscription":{sub_json},"assignment":{asg_json}' in text
+        assert json.loads(text)["data"]["members"][0]["subscription"] == json.loads(sub_json)

@@ -110,7 +110,8 @@ class PartitionStats:
                  f"  offsets: {offsets}",
                  f"  timestamps: {times}",
                  f"  codecs (batches): {codecs}  compression ratio: {ratio}",
-                 f"  magic: " + ", ".join(f"v{k} {v}" for k, v in sorted(self.magics.items()))
+                 f"  magic: " + (", ".join(f"v{k} {v}" for k, v in sorted(self.magics.items()))
+                                 or "-")
                  + f"  transactional batches: {self.transactional_batches}  "
                    f"control batches: {self.control_batches}"]
         if self.invalid_bytes:
@@ -230,10 +231,15 @@ def find(path: str, *, offset: Optional[int] = None, timestamp: Optional[int] = 
             target = found[0]
         else:
             target = offset
+        if target < log.start_offset:
+            err(f"kafkawire find: offset {target} is below the log start offset "
+                f"{log.start_offset} of {log.path} (deleted by retention or never written here)")
+            return 1
         loc = log.locate(target)
         if loc is None:
-            err(f"kafkawire find: offset {target} is not in {log.path} "
-                f"(it holds offsets {log.start_offset}..{log.next_offset - 1})")
+            held = (f"it holds offsets {log.start_offset}..{log.next_offset - 1}"
+                    if log.next_offset > log.start_offset else "it holds no batches")
+            err(f"kafkawire find: offset {target} is not in {log.path} ({held})")
             return 1
         segment, position = loc
         batch = next(iter(kafkawire.iter_batches(segment.buffer, start=position)), None)
