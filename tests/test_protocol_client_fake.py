@@ -562,3 +562,33 @@ def test_fetch_verify_crc_catches_damage(fake):
     with Client(fake.bootstrap) as c:
         with pytest.raises(kafkawire.errors.CorruptRecordError):
             c.fetch("t", 0, 0, verify_crc=True)
+
+
+def test_large_produce_is_cut_into_pipelined_batches(fake):
+    fake.leaders[("t", 1)] = 1
+    seen = []
+    offsets = {}
+
+    def produce(node, req):
+        out = []
+        for t in req.message.topic_data:
+            parts = []
+            for pd in t.partition_data:
+                batches = list(kafkawire.iter_batches(pd.records))
+                assert len(batches) == 1  # Kafka's rule for Produce v3+
+                n = len(batches[0].records())
+                seen.append((node, pd.index, n))
+                base = offsets.get(pd.index, 0)
+                offsets[pd.index] = base + n
+                parts.append({"index": pd.index, "base_offset": base})
+            out.append({"name": t.name, "partition_responses": parts})
+        return P.ProduceResponse(responses=out)
+
+    fake.handlers[0] = produce
+    recs = [{"value": b"x" * 100, "partition": i % 2} for i in range(100)]
+    with Client(fake.bootstrap, max_batch_bytes=1000) as c:
+        res = c.produce("t", recs)
+    assert [(r.partition, r.base_offset, r.record_count) for r in res] == [(0, 0, 50), (1, 0, 50)]
+    assert sum(n for _, _, n in seen) == 100 and max(n for _, _, n in seen) <= 8
+    assert {(node, p) for node, p, _ in seen} == {(0, 0), (1, 1)}
+    assert offsets == {0: 50, 1: 50}

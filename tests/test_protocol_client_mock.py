@@ -297,3 +297,14 @@ def test_pipelining_on_one_connection(client):
     pend = [client.send(P.MetadataRequest(topics=[]), node_id=node) for _ in range(30)]
     assert pend[0].conn.in_flight == 30
     assert all(p.result().controller_id == pend[0].result().controller_id for p in pend[::-1])
+
+
+@pytest.mark.one_backend
+def test_large_produce_in_several_batches(mock_cluster):
+    topic = _topic("big")
+    recs = [(b"k%d" % i, b"v%06d" % i * 20) for i in range(2000)]
+    with Client(mock_cluster[0], allow_auto_create_topics=True, max_batch_bytes=16_384) as c:
+        res = c.produce(topic, recs, partition=3, compression="lz4")
+        assert (res[0].base_offset, res[0].record_count) == (0, 2000)
+        got = _fetch_all(c, topic, 3, 2000)
+    assert [(r.key, r.value) for r in got] == recs

@@ -28,6 +28,23 @@ from kafkawire.protocol.error_codes import BrokerResponseError, error_code, make
 
 __all__ = ["Client"]
 
+
+def _chunks(records: List[tuple], max_bytes: int):
+    """Cut ``(value, key, headers, ...)`` tuples into runs of about ``max_bytes`` (uncompressed)."""
+    chunk: List[tuple] = []
+    size = 0
+    for r in records:
+        n = 24 + (len(r[0]) if r[0] is not None else 0) + (len(r[1]) if r[1] is not None else 0)
+        if r[2]:
+            n += sum(len(k) + (len(v) if v is not None else 0) + 4 for k, v in r[2])
+        if chunk and size + n > max_bytes:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(r)
+        size += n
+    if chunk:
+        yield chunk
+
 _COORDINATOR_RETRY = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
 _NOT_CONTROLLER = 41
 _OFFSET_SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
@@ -54,15 +71,17 @@ class Client:
     """A blocking client for one Kafka cluster.
 
     ``bootstrap_servers``: ``"host:port,host2:port"`` or a list.  Use as a
-    context manager or call :meth:`close`.
+    context manager or call :meth:`close`.  ``max_batch_bytes`` caps the
+    (uncompressed) size of one produced batch; keep it under the topic's
+    ``max.message.bytes`` (1 MB by default).
     """
 
     def __init__(self, bootstrap_servers: Union[str, Sequence[Any]], *,
                  client_id: str = "kafkawire", request_timeout_ms: int = 30_000,
                  connect_timeout_ms: int = 10_000, metadata_max_age_ms: int = 300_000,
                  retries: int = 5, retry_backoff_ms: int = 100,
-                 max_frame_size: int = 104_857_600, partitioner=None,
-                 allow_auto_create_topics: bool = False) -> None:
+                 max_frame_size: int = 104_857_600, max_batch_bytes: int = 1_000_000,
+                 partitioner=None, allow_auto_create_topics: bool = False) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000.0
@@ -70,6 +89,7 @@ class Client:
         self.retries = retries
         self.retry_backoff = retry_backoff_ms / 1000.0
         self.max_frame_size = max_frame_size
+        self.max_batch_bytes = max_batch_bytes
         self.allow_auto_create_topics = allow_auto_create_topics
         self.partitioner = partitioner or DefaultPartitioner()
         self.cluster = ClusterMetadata(metadata_max_age_ms / 1000.0)
@@ -350,13 +370,18 @@ class Client:
             if p not in info.partitions:
                 raise ValueError(f"{topic} has partitions 0..{n_parts - 1}, not {p}")
         now = int(time.time() * 1000)
-        batches = {p: (A.build_batch(rs, compression, now), len(rs))
-                   for p, rs in by_partition.items()}
-        results: Dict[int, ProduceResult] = {}
+        # Kafka takes one batch per partition per request (Produce v3+), so a partition's
+        # records are cut into batches of about ``max_batch_bytes`` and the requests for
+        # the later ones are pipelined behind the first on the leader's connection.
+        batches: Dict[Tuple[int, int], Tuple[bytes, int]] = {}
+        for p, rs in by_partition.items():
+            for i, chunk in enumerate(_chunks(rs, self.max_batch_bytes)):
+                batches[(p, i)] = (A.build_batch(chunk, compression, now), len(chunk))
+        done: Dict[Tuple[int, int], ProduceResult] = {}
         todo = sorted(batches)
         attempt = 0
         while todo:
-            failed, error = self._produce_round(topic, todo, batches, acks, deadline, results)
+            failed, error = self._produce_round(topic, todo, batches, acks, deadline, done)
             if not failed:
                 break
             if attempt >= self.retries or not getattr(error, "retriable", True):
@@ -365,43 +390,55 @@ class Client:
             self.cluster.mark_stale([topic])
             self._backoff(deadline, "Produce")
             self._topic(topic, deadline)
-            todo = failed
-        return [results[p] for p in sorted(results)]
+            todo = sorted(failed)
+        results = []
+        for p in sorted(by_partition):
+            first = done[(p, 0)]
+            results.append(ProduceResult(topic, p, first.base_offset, len(by_partition[p]),
+                                         first.log_append_time, first.log_start_offset))
+        return results
 
-    def _produce_round(self, topic, partitions, batches, acks, deadline, results):
-        by_leader: Dict[int, List[int]] = defaultdict(list)
-        failed: List[int] = []
+    def _produce_round(self, topic, keys, batches, acks, deadline, done):
+        """Send every (partition, chunk) batch in ``keys``; return (failed keys, last error)."""
+        # leader -> chunk index -> partitions: one request per (leader, chunk index)
+        plan: Dict[int, Dict[int, List[int]]] = defaultdict(lambda: defaultdict(list))
+        failed: List[Tuple[int, int]] = []
         error: Optional[BaseException] = None
-        for p in partitions:
+        for p, i in keys:
             leader = self.cluster.leader(topic, p)
             if leader is None:
-                failed.append(p)
+                failed.append((p, i))
                 error = make_error(5, api="Produce", topic=topic, partition=p)
             else:
-                by_leader[leader].append(p)
+                plan[leader][i].append(p)
         pendings = []
         timeout_ms = max(1, int(deadline.left() * 1000))
-        for leader, ps in by_leader.items():
+        for leader, by_chunk in plan.items():
             try:
                 conn = self._node(leader)
-                req = A.produce_request(topic, {p: batches[p][0] for p in ps}, acks, timeout_ms)
-                pendings.append((leader, ps, conn, self._send(conn, req, None, timeout_ms,
-                                                              expect_response=acks != 0)))
+                for i in sorted(by_chunk):
+                    ps = by_chunk[i]
+                    req = A.produce_request(topic, {p: batches[(p, i)][0] for p in ps}, acks,
+                                            timeout_ms)
+                    pendings.append((i, ps, conn, self._send(conn, req, None, timeout_ms,
+                                                             expect_response=acks != 0)))
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 self.cluster.mark_stale()
-                failed.extend(ps)
+                sent = {(p, i) for i, ps, c, _ in pendings if c is not None for p in ps}
+                failed.extend((p, i) for i, ps in by_chunk.items() for p in ps
+                              if (p, i) not in sent)
                 error = exc
-        for leader, ps, conn, pending in pendings:
+        for i, ps, conn, pending in pendings:
             if pending is None:
                 for p in ps:
-                    results[p] = ProduceResult(topic, p, -1, batches[p][1])
+                    done[(p, i)] = ProduceResult(topic, p, -1, batches[(p, i)][1])
                 continue
             try:
-                resp = pending.result(max(deadline.left(), 0.001))
+                resp = pending.result(self._budget(deadline, "Produce"))
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 self._drop(conn)
                 self.cluster.mark_stale()
-                failed.extend(ps)
+                failed.extend((p, i) for p in ps)
                 error = exc
                 continue
             for pr in A.produce_partitions(resp):
@@ -411,12 +448,12 @@ class Client:
                                      api="Produce", topic=topic, partition=p)
                     if not err.retriable:
                         raise err
-                    failed.append(p)
+                    failed.append((p, i))
                     error = err
                 else:
-                    results[p] = ProduceResult(topic, p, pr.base_offset, batches[p][1],
-                                               getattr(pr, "log_append_time_ms", -1),
-                                               getattr(pr, "log_start_offset", -1))
+                    done[(p, i)] = ProduceResult(topic, p, pr.base_offset, batches[(p, i)][1],
+                                                 getattr(pr, "log_append_time_ms", -1),
+                                                 getattr(pr, "log_start_offset", -1))
         return failed, error
 
     # ---------------------------------------------------------------- fetch
