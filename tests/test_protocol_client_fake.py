@@ -592,3 +592,10 @@ def test_large_produce_is_cut_into_pipelined_batches(fake):
     assert sum(n for _, _, n in seen) == 100 and max(n for _, _, n in seen) <= 8
     assert {(node, p) for node, p, _ in seen} == {(0, 0), (1, 1)}
     assert offsets == {0: 50, 1: 50}
+
+
+def test_bootstrap_connection_is_reused_for_its_broker(fake):
+    with Client(f"127.0.0.1:{fake.port(0)}") as c:
+        c.metadata()
+        conn = c._node(0)
+        assert conn.node_id == 0 and len(c._conns) == 1

@@ -170,6 +170,15 @@ class Client:
             info = self.cluster.broker(node_id)
             if info is None:
                 raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
+        conn = self._conns.get(node_id)
+        if conn is None or not conn.connected:
+            # The bootstrap connection may already lead to this broker: adopt it.
+            for key, c in list(self._conns.items()):
+                if c.connected and c.node_id is None and (c.host, c.port) == (info.host, info.port):
+                    del self._conns[key]
+                    c.node_id = node_id
+                    self._conns[node_id] = c
+                    return c
         return self._open(node_id, info.host, info.port, node_id)
 
     def _any(self) -> BrokerConnection:
