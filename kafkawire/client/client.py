@@ -73,7 +73,8 @@ class Client:
     ``bootstrap_servers``: ``"host:port,host2:port"`` or a list.  Use as a
     context manager or call :meth:`close`.  ``max_batch_bytes`` caps the
     (uncompressed) size of one produced batch; keep it under the topic's
-    ``max.message.bytes`` (1 MB by default).
+    ``max.message.bytes`` (1 MB by default).  A Client is not thread-safe:
+    use one per thread (connections are cheap).
     """
 
     def __init__(self, bootstrap_servers: Union[str, Sequence[Any]], *,
