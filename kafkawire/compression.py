@@ -47,6 +47,8 @@ _XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024          # snappy-java SnappyOutputStream's default block size
 
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_U32LE = struct.Struct("<I")
+_U64LE = struct.Struct("<Q")
 _LZ4_BLOCK_SIZES = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
 
 _EXTRA_HINT = {
@@ -178,8 +180,18 @@ def xxh32(data: Buffer, seed: int = 0) -> int:
     return h
 
 
+_HC_CACHE: Dict[bytes, int] = {}
+
+
 def _lz4_hc(descriptor: Buffer) -> int:
-    return (xxh32(descriptor) >> 8) & 0xFF
+    """LZ4 frame header checksum; memoised (frames of one writer share descriptors)."""
+    key = bytes(descriptor)
+    hc = _HC_CACHE.get(key)
+    if hc is None:
+        hc = (xxh32(key) >> 8) & 0xFF
+        if len(_HC_CACHE) < 4096:
+            _HC_CACHE[key] = hc
+    return hc
 
 
 # ----------------------------------------------------------------- decompressors
@@ -259,10 +271,11 @@ def _snappy_decompress(data: Buffer, limit: int, magic: int) -> bytes:
         raise _corrupt("snappy", exc) from None
 
 
-def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
-    block = _lib("lz4").block
-    mv = data if type(data) is bytes else _as_bytes_view(data)
-    n = len(mv)
+_LZ4_DESCRIPTORS: Dict[bytes, tuple] = {}
+
+
+def _lz4_descriptor(mv: Buffer, n: int) -> tuple:
+    """Parse an LZ4 frame descriptor: ``(block_max, block_checksum, hc_at, hc_ok, hc)``."""
     if n < 7 or mv[:4] != _LZ4_MAGIC:
         raise _corrupt("lz4", "not an LZ4 frame (bad magic)")
     flg, bd = mv[4], mv[5]
@@ -273,57 +286,73 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
     block_max = _LZ4_BLOCK_SIZES.get((bd >> 4) & 0x7)
     if block_max is None:
         raise _corrupt("lz4", f"bad LZ4 block-size code {(bd >> 4) & 0x7}")
-    independent = bool(flg & 0x20)
-    block_checksum = 4 if flg & 0x10 else 0
     hc_at = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
     if n <= hc_at:
         raise _corrupt("lz4", "truncated LZ4 frame descriptor")
-    if flg & 0x08:
-        (content_size,) = struct.unpack_from("<Q", mv, 6)
-        if content_size > limit:
-            raise _too_large("lz4", limit)
-    # Magic 0 frames carry KAFKA-3160's broken checksum; Kafka skips the check for them.
-    if magic != 0 and mv[hc_at] != _lz4_hc(mv[4:hc_at]):
-        raise _corrupt("lz4", "frame descriptor checksum mismatch (a magic>=1 frame must carry "
-                       "the correct checksum; magic 0 frames may carry KAFKA-3160's)")
+    hc = _lz4_hc(mv[4:hc_at])
+    return block_max, 4 if flg & 0x10 else 0, hc_at, mv[hc_at] == hc, hc
+
+
+def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
+    lz4 = _libs.get("lz4") or _lib("lz4")
+    n = len(data)
+    head = bytes(data[:7])
+    desc = _LZ4_DESCRIPTORS.get(head)      # Kafka's frames all share one 7-byte head
+    if desc is None:
+        mv = data if type(data) is bytes else _as_bytes_view(data)
+        n = len(mv)
+        desc = _lz4_descriptor(mv, n)
+        if desc[2] == 6 and len(_LZ4_DESCRIPTORS) < 64:
+            _LZ4_DESCRIPTORS[head] = desc
+    else:
+        mv = data
+    block_max, block_checksum, hc_at, hc_ok, hc = desc
+    if not hc_ok:
+        # Magic 0 frames carry KAFKA-3160's broken checksum; Kafka skips the check for them.
+        if magic != 0:
+            raise _corrupt("lz4", "frame descriptor checksum mismatch (a magic>=1 frame must "
+                           "carry the correct checksum; magic 0 frames may carry KAFKA-3160's)")
+        fixed = bytearray(mv)
+        fixed[hc_at] = hc
+        mv = fixed
+    # Walk the block headers: bounds the output before anything is inflated.
     pos = hc_at + 1
-    out: List[bytes] = []
-    total = 0
-    prev = b""
+    bound = 0
+    unpack = _U32LE.unpack_from
+    while True:
+        if pos + 4 > n:
+            raise _corrupt("lz4", f"truncated frame: no end mark before byte {n}")
+        (size,) = unpack(mv, pos)
+        if size == 0:
+            break
+        size &= 0x7FFFFFFF
+        if size > block_max:
+            raise _corrupt("lz4", f"block of {size} bytes at {pos} exceeds the frame's "
+                           f"{block_max}-byte block size")
+        pos += 4 + size + block_checksum
+        bound += block_max
+    if hc_at > 6 and mv[4] & 0x08:
+        bound = min(bound, _U64LE.unpack_from(mv, 6)[0])
+    if bound > limit:
+        return _lz4_bounded(lz4, mv, limit)
     try:
-        while True:
-            if pos + 4 > n:
-                raise _corrupt("lz4", f"truncated frame: no end mark before {n}")
-            (size,) = struct.unpack_from("<I", mv, pos)
-            pos += 4
-            if size == 0:
-                break
-            raw = size & 0x80000000
-            size &= 0x7FFFFFFF
-            if size > block_max or pos + size + block_checksum > n:
-                raise _corrupt("lz4", f"block of {size} bytes at {pos - 4} exceeds the "
-                               f"frame ({n} bytes) or the {block_max}-byte block size")
-            if raw:
-                chunk = bytes(mv[pos:pos + size])
-            elif independent:
-                chunk = block.decompress(mv[pos:pos + size], uncompressed_size=block_max)
-            else:
-                chunk = block.decompress(mv[pos:pos + size], uncompressed_size=block_max,
-                                         dict=prev)
-            pos += size + block_checksum
-            total += len(chunk)
-            if total > limit:
-                raise _too_large("lz4", limit)
-            out.append(chunk)
-            if not independent:
-                prev = (prev + chunk)[-65536:]
-    except CorruptRecordError:
-        raise
+        return lz4.frame.decompress(mv)
     except Exception as exc:
         raise _corrupt("lz4", exc) from None
-    if not out:
-        return b""
-    return out[0] if len(out) == 1 else b"".join(out)
+
+
+def _lz4_bounded(lz4, mv: Buffer, limit: int) -> bytes:
+    """Inflate a frame that may exceed ``limit``, stopping as soon as it does."""
+    d = lz4.frame.LZ4FrameDecompressor()
+    try:
+        out = d.decompress(mv, max_length=limit + 1)
+    except Exception as exc:
+        raise _corrupt("lz4", exc) from None
+    if len(out) > limit:
+        raise _too_large("lz4", limit)
+    if not d.eof:
+        raise _corrupt("lz4", "truncated frame")
+    return out
 
 
 _ZSTD_MAGIC = 0xFD2FB528

@@ -1,0 +1,525 @@
+"""Record-batch decoding: kafkawire against every peer, in one run, on the same files.
+
+    python benchmarks/bench_records.py [--quick] [--only W1,W6] [--peers fast,aiokafka,...]
+
+Workloads (v2 batches of ~16 KiB of records, as a producer with batch.size=16384 writes):
+W1 1M records, 16-byte key / 100-byte value, uncompressed; W2-W5 the same with lz4, zstd,
+snappy, gzip; W6 2M records with 10-byte values; W7 20k records with 10 KiB values;
+W8 W1 with 3 headers.  Files are generated once with kafkawire's builder and cached in
+``$TMPDIR/kafkawire-bench-records`` (``--quick``: a tenth of the records).
+
+Measures, per peer and workload: header-only batch iteration, full decode into record
+objects touching every field (offset, timestamp, key, value, headers), and CRC
+validation.  Peers, each in its own subprocess so backends cannot leak:
+kafkawire fast; kafkawire pure (``KAFKAWIRE_BACKEND=pure``); aiokafka's Cython codecs
+(asserted in use); aiokafka pure (``AIOKAFKA_NO_EXTENSIONS=1``); kafka-python; Kafka's
+Java reader (``FileRecords`` after JIT warm-up, javac'd against kafka-clients 3.9.1);
+and the codec library alone decompressing the same payloads (the bar for compressed
+workloads).  Slow pure-Python peers run on a prefix of each file (said in the table);
+rates are per record/byte so they stay comparable.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BATCH_BYTES = 16 * 1024
+T0 = 1_700_000_000_000
+
+#: name -> (records, key bytes, value bytes, headers, codec)
+WORKLOADS = {
+    "W1": (1_000_000, 16, 100, 0, "none"),
+    "W2": (1_000_000, 16, 100, 0, "lz4"),
+    "W3": (1_000_000, 16, 100, 0, "zstd"),
+    "W4": (1_000_000, 16, 100, 0, "snappy"),
+    "W5": (1_000_000, 16, 100, 0, "gzip"),
+    "W6": (2_000_000, 0, 10, 0, "none"),
+    "W7": (20_000, 16, 10 * 1024, 0, "none"),
+    "W8": (1_000_000, 16, 100, 3, "none"),
+}
+PEERS = ("fast", "pure", "aiokafka", "aiokafka-pure", "kafka-python", "java", "codec")
+LABELS = {"fast": "kafkawire fast", "pure": "kafkawire pure", "aiokafka": "aiokafka Cython",
+          "aiokafka-pure": "aiokafka pure", "kafka-python": "kafka-python",
+          "java": "Kafka Java (FileRecords)", "codec": "codec library alone"}
+#: Pure-Python peers decode this share of each file (a prefix cut at a batch boundary).
+SLOW_SHARE = {"pure": 0.25, "aiokafka-pure": 0.1, "kafka-python": 0.1}
+#: ... and validate CRCs on this share (kafka-python's CRC-32C is pure Python).
+SLOW_CRC_SHARE = {"pure": 0.25, "aiokafka-pure": 0.02, "kafka-python": 0.005}
+
+
+# ------------------------------------------------------------------------ workloads
+
+def _value_maker(size: int, rnd: random.Random):
+    """Text-like values (JSON-ish with varying digits) so codecs see realistic ratios."""
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"user", b"order", b"click", b"view"]
+
+    def make(i: int) -> bytes:
+        parts = [b'{"id":%d,"t":"%s","u":%d,"r":"' % (i, words[i % 8], rnd.randrange(10**6))]
+        n = sum(map(len, parts))
+        while n < size:
+            w = words[rnd.randrange(8)] if rnd.random() < 0.6 else b"%x" % rnd.getrandbits(32)
+            parts.append(w)
+            n += len(w)
+        return b"".join(parts)[:size]
+    return make
+
+
+def generate(name: str, path: Path, scale: float) -> None:
+    from kafkawire.records.builder import BatchBuilder
+    n, ksize, vsize, nheaders, codec = WORKLOADS[name]
+    n = max(1, int(n * scale))
+    rnd = random.Random(int(name[1:]))
+    make_value = _value_maker(vsize, rnd)
+    per_record = ksize + vsize + 9 + nheaders * 26 + 2
+    per_batch = max(1, BATCH_BYTES // per_record)
+    headers = [("trace-id", None), ("source", b"bench"), ("content-type", b"application/json")]
+    tmp = path.with_suffix(".tmp")
+    offset = 0
+    with open(tmp, "wb") as f:
+        while offset < n:
+            b = BatchBuilder(2, codec, base_offset=offset, producer_id=1000, producer_epoch=0,
+                             base_sequence=offset & 0x7FFFFFFF)
+            for i in range(offset, min(n, offset + per_batch)):
+                key = b"key-%012d" % i if ksize else None
+                hs = ()
+                if nheaders:
+                    hs = [("trace-id", b"%016x" % rnd.getrandbits(64)), headers[1], headers[2]]
+                b.append(make_value(i), key=key, timestamp=T0 + i, headers=hs)
+            f.write(b.build())
+            offset += len(b)
+    tmp.rename(path)
+
+
+def workload_files(names, quick: bool):
+    cache = Path(tempfile.gettempdir()) / "kafkawire-bench-records"
+    cache.mkdir(exist_ok=True)
+    files = {}
+    for name in names:
+        path = cache / f"{name}{'-quick' if quick else ''}.log"
+        if not path.exists():
+            t = time.perf_counter()
+            generate(name, path, 0.1 if quick else 1.0)
+            print(f"  generated {path} ({path.stat().st_size / 1e6:.1f} MB) in "
+                  f"{time.perf_counter() - t:.1f}s", file=sys.stderr)
+        files[name] = path
+    return files
+
+
+def prefix_length(data: bytes, share: float) -> int:
+    """Bytes of the first ``share`` of ``data``, cut at a batch boundary."""
+    if share >= 1:
+        return len(data)
+    want = int(len(data) * share)
+    pos = 0
+    while pos < want:
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        pos += 12 + length
+    return pos
+
+
+# -------------------------------------------------------------------------- workers
+
+def _best(fn, repeat: int, min_time: float = 0.0):
+    """Best wall time of ``fn`` over ``repeat`` runs (more while under ``min_time`` total)."""
+    best = float("inf")
+    result = None
+    spent = 0.0
+    runs = 0
+    while runs < repeat or spent < min_time:
+        t = time.perf_counter()
+        result = fn()
+        dt = time.perf_counter() - t
+        spent += dt
+        best = min(best, dt)
+        runs += 1
+    return best, result
+
+
+def _worker_kafkawire(data, repeat):
+    import kafkawire
+    iter_batches = kafkawire.iter_batches
+
+    def header():
+        s = 0
+        for b in iter_batches(data):
+            s += b.base_offset + b.last_offset + b.max_timestamp + b.producer_id + b.record_count
+        return s
+
+    def decode():
+        n = 0
+        for b in iter_batches(data):
+            for r in b:
+                r.offset, r.timestamp, r.key, r.value, r.headers
+                n += 1
+        return n
+
+    def crc():
+        for b in iter_batches(data, verify_crc=True):
+            pass
+        return 0
+
+    return header, decode, crc
+
+
+def _worker_aiokafka(data, repeat, expect_cython):
+    from aiokafka.record import default_records, memory_records
+    cython = "_crecords" in default_records.DefaultRecordBatch.__module__
+    if cython != expect_cython:
+        raise SystemExit(f"aiokafka extensions in use: {cython}, wanted {expect_cython} "
+                         f"({default_records.DefaultRecordBatch!r})")
+    if expect_cython:
+        assert "_crecords" in memory_records.MemoryRecords.__module__
+    MemoryRecords = memory_records.MemoryRecords
+
+    def header():
+        s = 0
+        mr = MemoryRecords(data)
+        while True:
+            b = mr.next_batch()
+            if b is None:
+                return s
+            s += b.base_offset + b.next_offset + b.max_timestamp + b.producer_id
+
+    def decode():
+        n = 0
+        mr = MemoryRecords(data)
+        while True:
+            b = mr.next_batch()
+            if b is None:
+                return n
+            for r in b:
+                r.offset, r.timestamp, r.key, r.value, r.headers
+                n += 1
+
+    def crc():
+        mr = MemoryRecords(data)
+        while True:
+            b = mr.next_batch()
+            if b is None:
+                return 0
+            if not b.validate_crc():
+                raise AssertionError("aiokafka: CRC mismatch")
+
+    return header, decode, crc
+
+
+def _worker_kafka_python(data, repeat):
+    from kafka.record.memory_records import MemoryRecords
+
+    def header():
+        s = 0
+        mr = MemoryRecords(data)
+        while True:
+            b = mr.next_batch()
+            if b is None:
+                return s
+            s += b.base_offset + b.next_offset + b.max_timestamp + b.producer_id
+
+    def decode():
+        n = 0
+        mr = MemoryRecords(data)
+        while True:
+            b = mr.next_batch()
+            if b is None:
+                return n
+            for r in b:
+                r.offset, r.timestamp, r.key, r.value, r.headers
+                n += 1
+
+    def crc():
+        mr = MemoryRecords(data)
+        while True:
+            b = mr.next_batch()
+            if b is None:
+                return 0
+            if not b.validate_crc():
+                raise AssertionError("kafka-python: CRC mismatch")
+
+    return header, decode, crc
+
+
+def _codec_payloads(data):
+    """The compressed records region of every v2 batch, and the codec id."""
+    out = []
+    pos, n = 0, len(data)
+    codec = 0
+    mv = memoryview(data)
+    while pos < n:
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        codec = struct.unpack_from(">h", data, pos + 21)[0] & 7
+        out.append(mv[pos + 61:pos + 12 + length])
+        pos += 12 + length
+    return codec, out
+
+
+def _worker_codec(data, repeat):
+    """The codec library alone (no framing work that it cannot do itself)."""
+    codec, payloads = _codec_payloads(data)
+    if codec == 0:
+        return None
+    if codec == 1:
+        import zlib
+
+        def one(p):
+            return zlib.decompress(p, 31)
+    elif codec == 2:
+        import snappy
+        # xerial framing: the library decompresses the raw blocks; splitting them is ours
+        blocks = []
+        for p in payloads:
+            q = 16
+            while q < len(p):
+                (size,) = struct.unpack_from(">i", p, q)
+                blocks.append(p[q + 4:q + 4 + size])
+                q += 4 + size
+        payloads = blocks
+        one = snappy.uncompress
+    elif codec == 3:
+        import lz4.frame
+        one = lz4.frame.decompress
+    else:
+        import zstandard
+        dctx = zstandard.ZstdDecompressor()
+
+        def one(p):
+            return dctx.decompressobj().decompress(p)
+
+    def decode():
+        for p in payloads:
+            one(p)
+        return 0
+    return None, decode, None
+
+
+def worker_main(peer: str, path: str, limit: int, crc_limit: int, repeat: int) -> None:
+    data = Path(path).read_bytes()
+    crc_data = data[:crc_limit]
+    data = data[:limit]
+    if peer in ("fast", "pure"):
+        from kafkawire import _kernels
+        assert _kernels.backend == peer, (_kernels.backend, peer)
+        fns = _worker_kafkawire(data, repeat)
+        crc_fn = _worker_kafkawire(crc_data, repeat)[2]
+    elif peer in ("aiokafka", "aiokafka-pure"):
+        fns = _worker_aiokafka(data, repeat, peer == "aiokafka")
+        crc_fn = _worker_aiokafka(crc_data, repeat, peer == "aiokafka")[2]
+    elif peer == "kafka-python":
+        fns = _worker_kafka_python(data, repeat)
+        crc_fn = _worker_kafka_python(crc_data, repeat)[2]
+    else:
+        fns = _worker_codec(data, repeat)
+        crc_fn = None
+    header, decode, _ = fns
+    res = {"bytes": len(data), "crc_bytes": len(crc_data)}
+    if decode is not None:
+        decode()  # warm caches, import codecs
+        res["decode"], nrec = _best(decode, repeat, 0.3)
+        if nrec:
+            res["records"] = nrec
+    if header is not None:
+        res["header"], _ = _best(header, repeat, 0.3)
+    if crc_fn is not None:
+        res["crc"], _ = _best(crc_fn, repeat, 0.3)
+    print(json.dumps(res))
+
+
+def run_worker(peer, path, limit, crc_limit, repeat):
+    env = dict(os.environ)
+    env.pop("KAFKAWIRE_BACKEND", None)
+    env.pop("AIOKAFKA_NO_EXTENSIONS", None)
+    if peer == "pure":
+        env["KAFKAWIRE_BACKEND"] = "pure"
+    elif peer == "fast":
+        env["KAFKAWIRE_BACKEND"] = "fast"
+    elif peer == "aiokafka-pure":
+        env["AIOKAFKA_NO_EXTENSIONS"] = "1"
+    proc = subprocess.run([sys.executable, __file__, "--worker", peer, str(path), str(limit),
+                           str(crc_limit), str(repeat)], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- Java
+
+def _kafka_jars():
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("pyflink")
+    except Exception:
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        lib = Path(base) / "lib"
+        if (lib / "kafka-clients.jar").exists():
+            return [str(lib / j) for j in ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar",
+                                           "zstd-jni.jar", "slf4j-api.jar") if (lib / j).exists()]
+    return None
+
+
+def run_java(files, quick):
+    jars = _kafka_jars()
+    if jars is None or shutil.which("javac") is None:
+        return {}, "Kafka jars or javac missing (pip install shigawire-apache-flink-libraries)"
+    out = Path(tempfile.mkdtemp(prefix="kw-bench-java-"))
+    src = ROOT / "benchmarks" / "java" / "BenchRecords.java"
+    cp = os.pathsep.join([str(out)] + jars)
+    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", cp, str(src)], check=True)
+    proc = subprocess.run(["java", "-Xmx2g", "-cp", cp, "BenchRecords", "1" if quick else "4",
+                           "3" if quick else "5", *map(str, files.values())],
+                          capture_output=True, text=True)
+    shutil.rmtree(out, ignore_errors=True)
+    if proc.returncode != 0:
+        return {}, proc.stderr[-500:]
+    res = {}
+    names = {str(p): n for n, p in files.items()}
+    for line in proc.stdout.splitlines():
+        d = json.loads(line)
+        res[names[d["path"]]] = d
+    return res, None
+
+
+# ------------------------------------------------------------------------------ main
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a tenth of the records, fewer repeats")
+    ap.add_argument("--only", default=",".join(WORKLOADS), help="workloads, e.g. W1,W6")
+    ap.add_argument("--peers", default=",".join(PEERS), help=f"subset of {','.join(PEERS)}")
+    ap.add_argument("--json", help="also write all raw results to this file")
+    args = ap.parse_args()
+    names = [w.strip() for w in args.only.split(",") if w.strip()]
+    peers = [p.strip() for p in args.peers.split(",") if p.strip()]
+    repeat = 3 if args.quick else 5
+
+    import kafkawire
+    print(f"kafkawire backend in this process: {kafkawire.backend}; python {sys.version.split()[0]}; "
+          f"{os.cpu_count()} CPUs", file=sys.stderr)
+    files = workload_files(names, args.quick)
+    results = {n: {} for n in names}
+    java_note = None
+    if "java" in peers:
+        print("  running Kafka's Java reader ...", file=sys.stderr)
+        java, java_note = run_java(files, args.quick)
+        for n, d in java.items():
+            results[n]["java"] = {"bytes": files[n].stat().st_size, "crc_bytes": files[n].stat().st_size,
+                                  "records": d["records"], "header": d["header"],
+                                  "decode": d["decode"], "crc": d["crc"]}
+    for n in names:
+        data = files[n].read_bytes()
+        for peer in peers:
+            if peer == "java":
+                continue
+            if peer == "codec" and WORKLOADS[n][4] == "none":
+                continue
+            share = SLOW_SHARE.get(peer, 1.0)
+            crc_share = SLOW_CRC_SHARE.get(peer, 1.0)
+            if args.quick:
+                share, crc_share = min(1.0, share * 4), min(1.0, crc_share * 4)
+            limit = prefix_length(data, share)
+            crc_limit = prefix_length(data, crc_share)
+            print(f"  {n} {peer} ...", file=sys.stderr)
+            results[n][peer] = run_worker(peer, files[n], limit, crc_limit,
+                                          2 if peer in SLOW_SHARE else repeat)
+            results[n][peer]["share"] = limit / len(data)
+            results[n][peer]["crc_share"] = crc_limit / len(data)
+        # records in a prefix: scale by bytes (batches are uniform)
+        total = WORKLOADS[n][0] * (0.1 if args.quick else 1.0)
+        for peer, r in results[n].items():
+            r.setdefault("records", total * r.get("share", 1.0))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    print_tables(results, names, peers, java_note, args.quick)
+
+
+def _rate(r, kind):
+    """(records/s, MB/s) for a measurement, or None."""
+    if not r or kind not in r or "error" in r:
+        return None
+    t = r[kind]
+    nbytes = r["crc_bytes"] if kind == "crc" else r["bytes"]
+    nrec = r["records"] * (r["crc_bytes"] / r["bytes"] if kind == "crc" else 1.0)
+    return nrec / t, nbytes / t / 1e6
+
+
+def print_tables(results, names, peers, java_note, quick):
+    cmd = "python benchmarks/bench_records.py" + (" --quick" if quick else "")
+    print(f"\n`{cmd}` — records/s (M) and MB/s of the file's bytes; "
+          "ratio = kafkawire fast / peer\n")
+    for kind, title in (("decode", "Full decode into record objects (every field touched)"),
+                        ("header", "Header-only batch iteration"),
+                        ("crc", "CRC validation")):
+        print(f"#### {title}\n")
+        cols = [p for p in peers if any(_rate(results[n].get(p), kind) for n in names)]
+        print("| workload | " + " | ".join(LABELS[p] for p in cols) + " |")
+        print("|---|" + "---|" * len(cols))
+        for n in names:
+            fast = _rate(results[n].get("fast"), kind)
+            cells = []
+            for p in cols:
+                r = results[n].get(p)
+                rate = _rate(r, kind)
+                if rate is None:
+                    err = (r or {}).get("error")
+                    cells.append("error" if err else "–")
+                    continue
+                cell = f"{rate[0] / 1e6:.2f}M/s {rate[1]:,.0f}MB/s"
+                if p != "fast" and fast:
+                    cell += f" (×{fast[0] / rate[0]:.2f})"
+                share = r.get("crc_share" if kind == "crc" else "share", 1.0)
+                if share < 0.999:
+                    cell += f" [{share:.1%}]"
+                cells.append(cell)
+            print(f"| {n} {WORKLOADS[n][4]} | " + " | ".join(cells) + " |")
+        print()
+    print("[x%] = the pure-Python peer ran on that prefix of the file (too slow for all of it).")
+    if java_note:
+        print(f"Java reader skipped: {java_note}")
+    print("\n#### Bars (issue 2)\n")
+    checks = []
+
+    def ratio(n, kind, a, b):
+        ra, rb = _rate(results.get(n, {}).get(a), kind), _rate(results.get(n, {}).get(b), kind)
+        return None if ra is None or rb is None else ra[0] / rb[0]
+
+    for n in ("W1", "W6", "W8"):
+        if n in names:
+            checks.append((f"{n} decode fast ≥ 2× aiokafka Cython", ratio(n, "decode", "fast", "aiokafka"), 2.0))
+    if "W1" in names:
+        r = _rate(results["W1"].get("fast"), "crc")
+        checks.append(("W1 CRC validation ≥ 10 GB/s (value in GB/s)", r and r[1] / 1000, 10.0))
+    for n in names:
+        checks.append((f"{n} header-only fast ≥ aiokafka Cython", ratio(n, "header", "fast", "aiokafka"), 1.0))
+    for n in names:
+        if WORKLOADS[n][4] != "none":
+            checks.append((f"{n} {WORKLOADS[n][4]} decode ≥ 70% of codec alone",
+                           ratio(n, "decode", "fast", "codec"), 0.7))
+    for n in names:
+        checks.append((f"{n} pure decode ≥ kafka-python", ratio(n, "decode", "pure", "kafka-python"), 1.0))
+    print("| bar | measured | met |")
+    print("|---|---|---|")
+    for label, value, bar in checks:
+        if value is None:
+            print(f"| {label} | – | – |")
+        else:
+            print(f"| {label} | {value:.2f} | {'yes' if value >= bar else 'NO'} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker_main(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+    else:
+        main()
