@@ -291,3 +291,20 @@ def test_kernel_read_uvarint():
     assert _kernels.read_uvarint(b"\xac\x02", 0, 2) == (300, 2)
     with pytest.raises(P.MessageDecodeError):
         _kernels.read_uvarint(b"\xac\x02", 0, 1)
+
+
+def test_trailing_bytes_allowed_on_request():
+    frame = P.encode_response(P.HeartbeatResponse(error_code=3), 4, correlation_id=2)
+    padded = P.frame(frame[4:] + b"\0")
+    with pytest.raises(P.MessageDecodeError):
+        P.decode_response(12, 4, padded)
+    assert P.decode_response(12, 4, padded, allow_trailing=True).message.error_code == 3
+
+
+def test_api_versions_unsupported_version_falls_back_to_v0_body():
+    # a broker answering a v4 request it does not know with a v0 body and error 35
+    v0 = P.ApiVersionsResponse(error_code=35, api_keys=[
+        {"api_key": 18, "min_version": 0, "max_version": 2}])
+    frame = P.encode_response(v0, 0, correlation_id=1)
+    corr, body = P.decode_response(P.ApiKey.API_VERSIONS, 4, frame)
+    assert corr == 1 and body.error_code == 35 and body.api_keys[0].max_version == 2

@@ -41,6 +41,9 @@ __all__ = list(_message_names) + [
 ]
 
 
+_UNSUPPORTED_VERSION = 35
+
+
 class RequestFrame(NamedTuple):
     """A decoded request: its header fields and body."""
 
@@ -110,23 +113,40 @@ def encode_response(message: Message, version: int, correlation_id: int) -> byte
 
 
 def decode_response(api_key: int, version: int, frame: Any, *, sized: bool = True,
-                    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> ResponseFrame:
+                    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                    allow_trailing: bool = False) -> ResponseFrame:
     """Decode a response to a request of ``api_key`` at ``version``.
 
     ``frame`` includes the 4-byte size prefix (as read off the socket), or is the
     payload alone with ``sized=False`` (what :class:`FrameReader` yields).  Record
-    fields are memoryviews into ``frame``."""
+    fields are memoryviews into ``frame``.  Bytes after the last field are an
+    error unless ``allow_trailing`` (Kafka's Java client ignores them; some mock
+    brokers send them).
+
+    A broker that does not support the ApiVersions version asked for answers
+    with a v0 body carrying UNSUPPORTED_VERSION (35) and its own version ranges;
+    that body is returned as is, so the client can pick a version and retry."""
     cls = response_class(api_key)
     cls.check_version(version)
     payload = _payload(frame, sized, max_frame_size)
     hv = response_header_version(api_key, version)
     header, pos = _decode_header(ResponseHeader, payload, hv)
-    body = cls.decode(payload, version, pos=pos)
+    try:
+        body = cls.decode(payload, version, pos=pos, allow_trailing=allow_trailing)
+    except MessageDecodeError:
+        if api_key != ApiKey.API_VERSIONS or version == 0:
+            raise
+        try:
+            body = cls.decode(payload, 0, pos=pos, allow_trailing=True)
+        except MessageDecodeError:
+            body = None
+        if body is None or body.error_code != _UNSUPPORTED_VERSION:
+            raise
     return ResponseFrame(header.correlation_id, body)
 
 
-def decode_request(frame: Any, *, sized: bool = True,
-                   max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> RequestFrame:
+def decode_request(frame: Any, *, sized: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                   allow_trailing: bool = False) -> RequestFrame:
     """Decode a request (header and body) as a broker would."""
     payload = _payload(frame, sized, max_frame_size)
     if payload.nbytes < 4:
@@ -136,7 +156,7 @@ def decode_request(frame: Any, *, sized: bool = True,
     cls = request_class(api_key)
     cls.check_version(version)
     header, pos = _decode_header(RequestHeader, payload, request_header_version(api_key, version))
-    body = cls.decode(payload, version, pos=pos)
+    body = cls.decode(payload, version, pos=pos, allow_trailing=allow_trailing)
     return RequestFrame(api_key, version, header.correlation_id,
                         getattr(header, "client_id", None), body)
 
