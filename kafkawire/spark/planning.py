@@ -127,8 +127,7 @@ def offset_for_timestamp(part: PartitionInfo, ts: int) -> Optional[int]:
                 if int(row[SC.MAGIC]) == 2 and int(row[SC.ATTRIBUTES]) & SC.CONTROL_MASK:
                     return int(row[SC.BASE_OFFSET])
         finally:
-            if hasattr(buf, "close"):
-                buf.close()
+            del buf   # chunks may still view the map; let it close when they go
     return None
 
 
@@ -190,8 +189,24 @@ def resolve_ranges(parts: List[PartitionInfo], ro: ReadOptions) -> List[Range]:
         if start > end:
             raise OptionError(f"starting offset {start} is after ending offset {end} for {tp[0]}-{tp[1]}: "
                               "the range is empty; fix startingOffsets/endingOffsets (or the timestamps)")
+        if ro.isolation == "read_committed" and end > start:
+            end = max(start, min(end, last_stable_offset(part, start)))
         out.append(Range(part, start, end))
     return out
+
+
+def last_stable_offset(part: PartitionInfo, start: int) -> int:
+    """read_committed stops before the first transaction still open (Kafka's last stable offset).
+
+    Uses the log reader's header scan from ``start`` (control batches only are decoded).
+    """
+    from kafkawire.log import Log
+    log = Log.open(part.path)
+    try:
+        lso = log.aborted_transactions(start, None).last_stable_offset
+    finally:
+        log.close()
+    return part.end_offset if lso is None else int(lso)
 
 
 # -- bytes ------------------------------------------------------------------------
@@ -209,8 +224,7 @@ def segment_max_timestamp(seg: SegmentInfo) -> int:
         if len(rows):
             best = max(best, int(rows[:, SC.MAX_TIMESTAMP].max()))
     finally:
-        if hasattr(buf, "close"):
-            buf.close()
+        del buf
     return best
 
 

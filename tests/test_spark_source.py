@@ -1,0 +1,231 @@
+"""The kafkawire data source: options, planning and rows, first without Spark, then through it.
+
+Row-for-row proofs compare against ``kafkawire.log.Log.records`` on a
+log.dirs folder holding LogWriter's sample topics and partitions written by
+Kafka 3.9.1's own Java classes (``tests/java/LogFolderHelper.java``).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pytest
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+
+from spark_fixtures import (expected_rows, logdirs, partition_dirs, read_in_process,  # noqa: F401
+                            rows_of_spark, rows_of_table, spark, trace_bytes)
+
+from kafkawire.log import Log
+from kafkawire.spark.options import OptionError, parse_options
+from kafkawire.spark.schema import arrow_schema
+
+pytestmark = [pytest.mark.one_backend, pytest.mark.spark]
+
+
+def _bounds(logdirs, tps=None):
+    out = {}
+    for d in partition_dirs(logdirs):
+        t, p = d.rsplit("-", 1)
+        if tps is None or (t, int(p)) in tps:
+            log = Log.open(os.path.join(logdirs, d))
+            out[(t, int(p))] = (log.start_offset, log.next_offset)
+    return out
+
+
+# -- options ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opts, words", [
+    ({"bogus": "1"}, "unknown option"),
+    ({"kafka.bootstrap.servers": "x:9092"}, "unknown option"),
+    ({"subscribe": "a", "assign": '{"a":[0]}'}, "exclude each other"),
+    ({"startingoffsets": "latest"}, "not allowed for batch"),
+    ({"endingoffsets": "earliest"}, "not allowed"),
+    ({"startingoffsets": "{bad"}, "not valid JSON"),
+    ({"startingtimestamp": "20", "endingtimestamp": "10"}, "after endingTimestamp"),
+    ({"startingoffsets": '{"t":{"0":9}}', "endingoffsets": '{"t":{"0":5}}'}, "after endingOffsets"),
+    ({"includeheaders": "maybe"}, "true or false"),
+    ({"minpartitions": "0"}, ">= 1"),
+    ({"maxbytespertask": "12q"}, "size like"),
+    ({"isolation": "serializable"}, "read_committed"),
+    ({"maxoffsetspertrigger": "10"}, "streaming"),
+])
+def test_bad_options_are_clear_errors(opts, words):
+    with pytest.raises(OptionError, match=words):
+        parse_options({"path": "/x", **opts})
+
+
+def test_options_that_do_not_fit_the_files_are_errors(logdirs):
+    for opts, words in [
+        ({"subscribe": "nosuch"}, "not found"),
+        ({"subscribepattern": "zz.*"}, "matches no topic"),
+        ({"assign": '{"orders":[9]}'}, "not found"),
+        ({"subscribe": "orders", "startingoffsets": '{"orders":{"0":1}}'}, "missing: orders-1"),
+        ({"assign": '{"orders":[0]}', "endingoffsets": '{"orders":{"0":99999999}}'}, "past its log end"),
+        ({"assign": '{"orders":[0]}', "startingtimestamp": "4000000000000"}, "no record at or after"),
+    ]:
+        with pytest.raises(OptionError, match=words):
+            read_in_process({"path": logdirs, **opts})
+    with pytest.raises(OptionError, match="matches nothing"):
+        read_in_process({"path": os.path.join(logdirs, "nosuch-*")})
+
+
+# -- rows, without Spark -------------------------------------------------------------
+
+def _orders_ranges(logdirs):
+    b = _bounds(logdirs, {("orders", p) for p in range(3)})
+    return {tp: (s + (e - s) // 4, s + (e - s) // 2) for tp, (s, e) in b.items()}
+
+
+def test_every_option_matches_the_log_reader(logdirs):
+    import json
+    ts_logs = {tp: Log.open(os.path.join(logdirs, f"{tp[0]}-{tp[1]}")) for tp in _bounds(logdirs, {("orders", 0), ("orders", 1), ("orders", 2)})}
+    t0, t1 = 1_700_000_002_000, 1_700_000_004_000
+    ts_ranges = {tp: (log.offset_for_timestamp(t0), log.offset_for_timestamp(t1)) for tp, log in ts_logs.items()}
+    r = _orders_ranges(logdirs)
+    js = lambda m: json.dumps({t: {str(p): v for (tt, p), v in m.items() if tt == t} for t in {k[0] for k in m}})
+    cases = [
+        ({}, {}),
+        ({"subscribe": "orders,jplain"}, {"topics": {"orders", "jplain"}}),
+        ({"subscribepattern": "j.*"}, {"topics": {t.rsplit("-", 1)[0] for t in partition_dirs(logdirs) if t.startswith("j")}}),
+        ({"assign": '{"orders":[0,2]}'}, {"ranges": _bounds(logdirs, {("orders", 0), ("orders", 2)})}),
+        ({"subscribe": "orders", "startingoffsets": js({k: v[0] for k, v in r.items()}),
+          "endingoffsets": js({k: v[1] for k, v in r.items()})}, {"ranges": r}),
+        ({"subscribe": "orders", "startingtimestamp": str(t0), "endingtimestamp": str(t1)}, {"ranges": ts_ranges}),
+        ({"subscribe": "orders", "startingoffsetsbytimestamp": js({k: t0 for k in r}),
+          "endingoffsetsbytimestamp": js({k: t1 for k in r})}, {"ranges": ts_ranges}),
+        ({"isolation": "read_committed"}, {"isolation": "read_committed"}),
+        ({"minpartitions": "40", "maxbytespertask": "1m"}, {}),
+        ({"maxrecordsperpartition": "700"}, {}),
+        ({"includeheaders": "false"}, {"headers": False}),
+        ({"verifycrc": "true", "maxbytespertask": "8k"}, {}),
+    ]
+    for opts, exp in cases:
+        headers = exp.pop("headers", True)
+        tasks, table = read_in_process({"path": logdirs, "includeheaders": str(headers).lower(), **opts})
+        assert table.schema == arrow_schema(headers)
+        got = rows_of_table(table, headers)
+        want = expected_rows(logdirs, headers=headers, **exp)
+        assert got == want, opts
+        if "minpartitions" in opts:
+            assert len(tasks) >= 40
+        if "maxrecordsperpartition" in opts:
+            assert all(sum(s.end_offset - s.start_offset for s in {(x.start_offset, x.end_offset): x for x in t.slices}.values()) <= 700
+                       for t in tasks)
+
+
+def test_planning_splits_large_and_groups_small(logdirs):
+    tasks, table = read_in_process({"path": logdirs, "maxbytespertask": "16k"})
+    sizes = [t.nbytes for t in tasks]
+    assert max(sizes) <= 16 << 10 or all(len(t.slices) == 1 for t in tasks if t.nbytes > 16 << 10)
+    assert any(len(t.slices) > 1 for t in tasks)          # small segments share a task
+    big, _ = read_in_process({"path": logdirs, "maxbytespertask": "64m"})
+    assert len(big) == 1 and rows_of_table(table, False) == expected_rows(logdirs, headers=False)
+
+
+def test_narrow_offset_range_reads_a_narrow_slice(logdirs):
+    d = os.path.join(logdirs, "orders-1")
+    total = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".log"))
+    tasks, table = read_in_process({"path": logdirs, "assign": '{"orders":[1]}',
+                                    "startingoffsets": '{"orders":{"1":1500}}', "endingoffsets": '{"orders":{"1":1510}}'})
+    assert table.column("offset").to_pylist() == list(range(1500, 1510))
+    assert sum(t.nbytes for t in tasks) < total / 5     # the batch holding 1500 and the one before
+
+
+def test_arrow_batches_are_large_and_exact(logdirs):
+    from kafkawire.spark.reader import ReadSettings, read_task
+    from kafkawire.spark.options import parse_options
+    from kafkawire.spark.reader import make_reader
+    ro = parse_options({"path": logdirs, "includeheaders": "true", "maxbytespertask": "1g"})
+    tasks = make_reader(ro).partitions()
+    batches = list(read_task(tasks[0], ReadSettings.from_options(ro)))
+    assert all(b.schema == arrow_schema(True) for b in batches)
+    assert all(10_000 <= b.num_rows <= 100_000 for b in batches[:-1])
+
+
+def test_pushed_filters_match_and_prune(logdirs):
+    from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan
+    ts = dt.datetime(2023, 11, 14, 22, 13, 22, tzinfo=dt.timezone.utc)   # 1_700_000_002_000 ms
+    filters = [In(("topic",), ("orders",)), EqualTo(("partition",), 2),
+               GreaterThanOrEqual(("offset",), 100), LessThan(("offset",), 2500),
+               GreaterThanOrEqual(("timestamp",), ts)]
+    tasks, table = read_in_process({"path": logdirs, "pushfilters": "true", "includeheaders": "true"}, filters)
+    r = {("orders", 2): (100, 2500)}
+    assert rows_of_table(table) == expected_rows(logdirs, ranges=r, ts_lo=1_700_000_002_000)
+    all_tasks, _ = read_in_process({"path": logdirs})
+    everything = sum(t.nbytes for t in all_tasks)
+    assert sum(t.nbytes for t in tasks) < everything / 5
+    # a timestamp floor alone skips every segment whose newest record is older
+    late = dt.datetime(2023, 11, 14, 22, 13, 40, tzinfo=dt.timezone.utc)   # 1_700_000_020_000 ms
+    tasks, table = read_in_process({"path": logdirs, "pushfilters": "true", "includeheaders": "true"},
+                                   [GreaterThanOrEqual(("timestamp",), late)])
+    assert rows_of_table(table) == expected_rows(logdirs, ts_lo=1_700_000_020_000)
+    assert 0 < sum(t.nbytes for t in tasks) < everything / 2
+
+
+# -- through Spark -----------------------------------------------------------------
+
+def test_spark_dataframe_equals_log_reader(spark, logdirs):
+    df = spark.read.format("kafkawire").option("includeHeaders", "true").load(logdirs)
+    assert [f.name for f in df.schema.fields] == ["key", "value", "topic", "partition", "offset",
+                                                   "timestamp", "timestampType", "headers"]
+    assert rows_of_spark(df.collect()) == expected_rows(logdirs)
+    r = _orders_ranges(logdirs)
+    import json
+    df2 = (spark.read.format("kafkawire").option("subscribe", "orders").option("includeHeaders", "true")
+           .option("startingOffsets", json.dumps({"orders": {str(p): v[0] for (_, p), v in r.items()}}))
+           .option("endingOffsets", json.dumps({"orders": {str(p): v[1] for (_, p), v in r.items()}}))
+           .option("isolation", "read_committed").option("minPartitions", "5").load(logdirs))
+    assert rows_of_spark(df2.collect()) == expected_rows(logdirs, ranges=r, isolation="read_committed")
+
+
+def test_spark_pushdown_never_changes_results(spark, logdirs):
+    from pyspark.sql import functions as F
+    total = len(expected_rows(logdirs))
+    want_f = len(expected_rows(logdirs, ranges={("orders", 1): _bounds(logdirs)[("orders", 1)]}))
+    # default: filters are not pushed, so one DataFrame answers every query right
+    df = spark.read.format("kafkawire").load(logdirs)
+    assert df.filter((F.col("topic") == "orders") & (F.col("partition") == 1)).count() == want_f
+    assert df.count() == total
+    assert df.filter("(topic = 'orders' and partition = 1) or topic = 'nosuch'").count() == want_f
+    # opted in, on a fresh DataFrame: same answer, far fewer bytes read
+    trace_bytes()
+    dfp = spark.read.format("kafkawire").option("pushFilters", "true").load(logdirs)
+    got = dfp.filter("topic = 'orders' and partition = 1 and offset >= 2000").collect()
+    assert sorted(r.offset for r in got) == list(range(2000, _bounds(logdirs)[("orders", 1)][1]))
+    assert 0 < trace_bytes() < os.path.getsize(os.path.join(logdirs, "orders-1", "00000000000000000000.log"))
+
+
+@pytest.mark.xfail(reason="pyspark 4.3.0 reuses a reader's pushed filters for later queries on the "
+                          "same DataFrame; why pushFilters is off by default", strict=False)
+def test_spark_pushdown_reuse_of_one_dataframe(spark, logdirs):
+    total = len(expected_rows(logdirs))
+    dfp = spark.read.format("kafkawire").option("pushFilters", "true").load(logdirs)
+    dfp.filter("topic = 'orders' and partition = 1").count()
+    assert dfp.count() == total
+
+
+def test_spark_stream_tails_new_segments(spark, logdirs, tmp_path):
+    import shutil
+    from kafkawire.log import LogWriter
+    src = tmp_path / "live"
+    shutil.copytree(os.path.join(logdirs, "orders-0"), src / "orders-0")
+    n0 = len(expected_rows(str(src)))
+    got = []
+
+    def run():
+        q = (spark.readStream.format("kafkawire").option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", "1000").load(str(src))
+             .writeStream.trigger(availableNow=True)
+             .option("checkpointLocation", str(tmp_path / "ckpt"))
+             .foreachBatch(lambda df, i: got.append((i, df.count()))).start())
+        q.awaitTermination(120)
+    run()
+    assert sum(c for _, c in got) == n0 and max(c for _, c in got) <= 1000 and len(got) >= 3
+    with LogWriter(str(src / "orders-0"), segment_bytes=4096) as w:   # rolls: new segments appear
+        for i in range(5):
+            w.append_records([b"new-%d" % j for j in range(50)])
+    got.clear()
+    run()
+    assert sum(c for _, c in got) == 250
