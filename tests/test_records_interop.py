@@ -11,6 +11,7 @@ reader field for field.
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 
@@ -144,3 +145,27 @@ def test_kafkawire_round_trips_its_own_batches(encoded):
         if got != want:
             failures.append((name, got, want))
     assert not failures, _explain(failures)
+
+
+def _wrapper_payload(data: bytes) -> bytes:
+    magic = data[16]
+    p = 18 + (8 if magic == 1 else 0)
+    (klen,) = struct.unpack_from(">i", data, p)
+    p += 4 + max(klen, 0)
+    (vlen,) = struct.unpack_from(">i", data, p)
+    return data[p + 4:p + 4 + vlen]
+
+
+def test_lz4_header_checksum_matches_kafka(java_written):
+    """Kafka writes KAFKA-3160's broken LZ4 header checksum under magic 0 only; so do we."""
+    from kafkawire import compression as C
+    from kafkawire.records.builder import BatchBuilder
+    for magic in (0, 1):
+        frame = _wrapper_payload((java_written / f"m{magic}_lz4_basic.bin").read_bytes())
+        broken = (C.xxh32(frame[0:6]) >> 8) & 0xFF
+        right = (C.xxh32(frame[4:6]) >> 8) & 0xFF
+        assert frame[6] == (broken if magic == 0 else right)
+        b = BatchBuilder(magic, "lz4")
+        b.append(b"x" * 100, timestamp=1)
+        ours = _wrapper_payload(b.build())
+        assert ours[:7] == frame[:7]
