@@ -210,3 +210,16 @@ def test_txn_tombstone_unknown_and_damaged():
         ("Unknown record type 3 at offset 8, skipping.", None)
     k, v = td.parse_record(i16(0) + s("t"), i16(0) + i64(1), 9)
     assert k.startswith("Error at offset 9, skipping.") and v is None
+
+
+@pytest.mark.parametrize("data,expected", [
+    (b"caf\xc3\xa9", "café"),
+    (b"\xed\xa0\x80x", "\ufffdx"),            # an encoded surrogate: one replacement (Python: three)
+    (b"a\xe2\x82", "a\ufffd"),                # truncated at the end
+    (b"\xf4\x90\x80\x80", "\ufffd\ufffd\ufffd\ufffd"),
+    (b"\xc0\xaf", "\ufffd\ufffd"),
+    (b"\xe0\x80\x80", "\ufffd\ufffd\ufffd"),
+])
+def test_java_utf8(data, expected):
+    from kafkawire.cli.javastr import java_utf8
+    assert java_utf8(data) == expected

@@ -11,6 +11,7 @@ import base64
 import struct
 from typing import Callable, Dict, List, Optional, TypeVar
 
+from kafkawire.cli.javastr import java_utf8
 from kafkawire.errors import KafkaWireError
 
 T = TypeVar("T")
@@ -75,7 +76,7 @@ class Reader:
         n = self._length(self.int16)
         if n < 0:
             return None
-        return self._take(n).decode("utf-8", "replace")
+        return java_utf8(self._take(n))
 
     def string(self) -> str:
         at = self.pos

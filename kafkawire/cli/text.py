@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Tuple
 
+from kafkawire.cli.javastr import java_utf8
+
 INT32_MAX = 2 ** 31 - 1
 RECORD_INDENT = "|"
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
@@ -124,9 +126,10 @@ def record_line(batch: Any, record: Any, *, skip_metadata: bool = False,
 
 def string_parser(key: Optional[bytes], value: Optional[bytes], offset: int
                   ) -> Tuple[Optional[str], Optional[str]]:
-    """Kafka's default StringDecoder: UTF-8 text; null keys/values print nothing."""
-    k = None if key is None else bytes(key).decode("utf-8", "replace")
-    v = None if value is None else bytes(value).decode("utf-8", "replace")
+    """Kafka's default StringDecoder: UTF-8 text (malformed bytes replaced as Java does);
+    null keys/values print nothing."""
+    k = None if key is None else java_utf8(bytes(key))
+    v = None if value is None else java_utf8(bytes(value))
     return k, v
 
 
@@ -168,8 +171,8 @@ def record_lines(batch: Any, records: Any, *, skip_metadata: bool = False,
                 + (f"[{','.join([h[0] for h in hdrs])}]" if hdrs else "[]"))
         if print_contents:
             if k is not None:
-                line += " key: " + k.decode("utf-8", "replace")
+                line += " key: " + java_utf8(k)
             if v is not None:
-                line += " payload: " + v.decode("utf-8", "replace")
+                line += " payload: " + java_utf8(v)
         append(line)
     return out
