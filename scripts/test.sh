@@ -24,4 +24,4 @@ WHEEL=$(ls "$ROOT"/dist/kafkawire-*.whl)
 
 RUNDIR=$(mktemp -d)
 cd "$RUNDIR"
-KAFKAWIRE_REQUIRE_FAST=1 "$VENV/bin/python" -m pytest "$ROOT/tests" -p no:cacheprovider "$@"
+KAFKAWIRE_REQUIRE_FAST=1 KAFKAWIRE_TEST_INSTALLED=1 "$VENV/bin/python" -m pytest "$ROOT/tests" -p no:cacheprovider "$@"
