@@ -22,6 +22,16 @@ from kafkawire import _columnar_common as _C
 
 cnp.import_array()
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define KW_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define KW_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void KW_PREFETCH(const void* p) noexcept nogil
+
 __all__ = ["ColumnBuilder", "columnar_scan", "columnar_payload_info", "columnar_payload"]
 
 cdef enum:
@@ -331,6 +341,66 @@ cdef inline int push_record(State* S, int64_t offset, int64_t ts, int32_t ts_typ
     return 0
 
 
+# Write cursors of the per-record columns, kept in locals in the record loop
+# (stores through the column buffers would otherwise force reloads of every
+# buffer's length after each write).
+ctypedef struct Cur:
+    int64_t* off
+    int64_t* ts
+    int32_t* tst
+    int32_t* koff
+    uint8_t* kval
+    int32_t* voff
+    uint8_t* vval
+    int64_t* pid
+    uint8_t* txn
+    int64_t* base
+    char* kd
+    char* vd
+    int64_t n
+    int64_t nbytes
+    int64_t next
+    int has_next
+
+cdef inline void cur_load(State* S, Cur* u) noexcept nogil:
+    cdef Buf* c = S.cols
+    u.off = <int64_t*>(c[C_OFFSET].p + c[C_OFFSET].n)
+    u.ts = <int64_t*>(c[C_TS].p + c[C_TS].n)
+    u.tst = <int32_t*>(c[C_TSTYPE].p + c[C_TSTYPE].n)
+    u.koff = <int32_t*>(c[C_KOFF].p + c[C_KOFF].n)
+    u.kval = <uint8_t*>(c[C_KVALID].p + c[C_KVALID].n)
+    u.voff = <int32_t*>(c[C_VOFF].p + c[C_VOFF].n)
+    u.vval = <uint8_t*>(c[C_VVALID].p + c[C_VVALID].n)
+    u.pid = <int64_t*>(c[C_PID].p + c[C_PID].n)
+    u.txn = <uint8_t*>(c[C_TXN].p + c[C_TXN].n)
+    u.base = <int64_t*>(c[C_BBASE].p + c[C_BBASE].n)
+    u.kd = c[C_KDATA].p + c[C_KDATA].n
+    u.vd = c[C_VDATA].p + c[C_VDATA].n
+    u.n = S.n
+    u.nbytes = S.data_bytes
+    u.next = S.next_offset
+    u.has_next = S.has_next
+
+cdef inline void cur_store(State* S, Cur* u) noexcept nogil:
+    cdef Buf* c = S.cols
+    c[C_OFFSET].n = <char*>u.off - c[C_OFFSET].p
+    c[C_TS].n = <char*>u.ts - c[C_TS].p
+    c[C_TSTYPE].n = <char*>u.tst - c[C_TSTYPE].p
+    c[C_KOFF].n = <char*>u.koff - c[C_KOFF].p
+    c[C_KVALID].n = <char*>u.kval - c[C_KVALID].p
+    c[C_VOFF].n = <char*>u.voff - c[C_VOFF].p
+    c[C_VVALID].n = <char*>u.vval - c[C_VVALID].p
+    c[C_PID].n = <char*>u.pid - c[C_PID].p
+    c[C_TXN].n = <char*>u.txn - c[C_TXN].p
+    c[C_BBASE].n = <char*>u.base - c[C_BBASE].p
+    c[C_KDATA].n = u.kd - c[C_KDATA].p
+    c[C_VDATA].n = u.vd - c[C_VDATA].p
+    S.n = u.n
+    S.data_bytes = u.nbytes
+    S.next_offset = u.next
+    S.has_next = u.has_next
+
+
 # Decode v2 records d[rpos[0]:end] (ctx.count of them, resuming at index[0]).
 cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
                     Py_ssize_t* index, Py_ssize_t* rpos, Py_ssize_t errpos, int inplace) noexcept nogil:
@@ -342,9 +412,15 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
     cdef int64_t rem = x.count - i
     if rem > end - pos:
         rem = end - pos
+    cdef Cur u
+    cdef char* kd0
+    cdef char* vd0
     if rem > 0 and not x.control:
         if reserve(S, rem, end - pos):
             return ERR_NOMEM
+    cur_load(S, &u)
+    kd0 = c[C_KDATA].p
+    vd0 = c[C_VDATA].p
     while i < x.count:
         rstart = pos
         here = pos if inplace else errpos
@@ -355,7 +431,9 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
             return fail(S, here, b"length" if rlen < 0 else b"truncated",
                         b"record length is negative or runs past its batch")
         rend = pos + rlen
-        if not x.control and full(S, rlen):
+        KW_PREFETCH(d + rend + 256)
+        if not x.control and (u.n >= S.max_records or (u.n > 0 and u.nbytes + rlen > S.max_bytes)):
+            cur_store(S, &u)
             index[0] = i
             rpos[0] = rstart
             return ST_FULL
@@ -440,13 +518,42 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
                 S.nh += hcount
                 if push4(&c[C_HOFF], <int32_t>S.nh) or push1(&c[C_HVALID], hcount > 0):
                     return ERR_NOMEM
-            put_record(S, offset, ts, x.ts_type, d + kpos, klen, d + vpos, vlen,
-                       x.producer_id, x.txn, x.base_offset, rlen)
-        bump_next(S, offset + 1)
+            u.off[0] = offset
+            u.off += 1
+            u.ts[0] = ts
+            u.ts += 1
+            u.tst[0] = x.ts_type
+            u.tst += 1
+            if klen > 0:
+                memcpy(u.kd, d + kpos, klen)
+                u.kd += klen
+            u.kval[0] = klen >= 0
+            u.kval += 1
+            u.koff[0] = <int32_t>(u.kd - kd0)
+            u.koff += 1
+            if vlen > 0:
+                memcpy(u.vd, d + vpos, vlen)
+                u.vd += vlen
+            u.vval[0] = vlen >= 0
+            u.vval += 1
+            u.voff[0] = <int32_t>(u.vd - vd0)
+            u.voff += 1
+            u.pid[0] = x.producer_id
+            u.pid += 1
+            u.txn[0] = x.txn
+            u.txn += 1
+            u.base[0] = x.base_offset
+            u.base += 1
+            u.n += 1
+            u.nbytes += rlen
+        if not u.has_next or offset + 1 > u.next:
+            u.next = offset + 1
+            u.has_next = 1
         i += 1
     if pos != end:
         return fail(S, pos if inplace else errpos, b"length",
                     b"bytes remain after the batch's declared record count")
+    cur_store(S, &u)
     index[0] = i
     rpos[0] = pos
     return ST_DONE
