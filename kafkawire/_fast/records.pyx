@@ -34,15 +34,36 @@ cdef str LOG_APPEND_TIME = "LogAppendTime"
 cdef str NO_TIMESTAMP_TYPE = "NoTimestampType"
 
 
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        const char *name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char *doc
+    enum:
+        T_OBJECT_EX
+
+cdef extern from "Python.h":
+    object PyDescr_NewMember(type t, PyMemberDef *m)
+    void PyType_Modified(type t)
+    ctypedef struct PyTypeObject:
+        PyObject *tp_dict
+
+
 @cython.freelist(1024)
 cdef class Record:
-    """One record of a batch (v2) or message set (v0/v1)."""
-    cdef public int64_t offset
-    cdef public int64_t timestamp
-    cdef public object timestamp_type
-    cdef public object key
-    cdef public object value
-    cdef object _headers
+    """One record of a batch (v2) or message set (v0/v1).
+
+    The fields are exposed as member (slot) descriptors, installed at import
+    (``_install_members``), so CPython reads them as fast as ``__slots__``.
+    """
+    cdef object offset
+    cdef object timestamp
+    cdef object timestamp_type
+    cdef object key
+    cdef object value
+    cdef object headers
 
     def __init__(self, offset=0, timestamp=-1, key=None, value=None, headers=None,
                  timestamp_type="CreateTime"):
@@ -51,18 +72,7 @@ cdef class Record:
         self.timestamp_type = timestamp_type
         self.key = key
         self.value = value
-        self._headers = None if headers is None else list(headers)
-
-    @property
-    def headers(self):
-        """List of ``(str, bytes | None)``; a fresh list per record."""
-        if self._headers is None:
-            self._headers = []
-        return self._headers
-
-    @headers.setter
-    def headers(self, value):
-        self._headers = list(value)
+        self.headers = [] if headers is None else list(headers)
 
     def __eq__(self, other):
         if not hasattr(other, "timestamp_type") or not hasattr(other, "headers"):
@@ -83,8 +93,45 @@ cdef class Record:
                 f"timestamp_type={self.timestamp_type!r})")
 
     def __reduce__(self):
-        return (Record, (self.offset, self.timestamp, self.key, self.value, self._headers,
+        return (Record, (self.offset, self.timestamp, self.key, self.value, self.headers,
                          self.timestamp_type))
+
+
+cdef PyMemberDef _members[6]
+_MEMBER_NAMES = (b"offset", b"timestamp", b"timestamp_type", b"key", b"value", b"headers")
+
+
+cdef Py_ssize_t _field_offset(Record proto, object sentinel) except -1:
+    """Byte offset of the field of ``proto`` that holds ``sentinel`` (found by scanning)."""
+    cdef char *base = <char *><PyObject *>proto
+    cdef Py_ssize_t size = (<object>Record).__basicsize__
+    cdef Py_ssize_t off = sizeof(PyObject)
+    while off + <Py_ssize_t>sizeof(PyObject *) <= size:
+        if (<PyObject **>(base + off))[0] == <PyObject *>sentinel:
+            return off
+        off += sizeof(PyObject *)
+    raise RuntimeError("kafkawire: Record field layout not found")
+
+
+cdef _install_members():
+    """Expose Record's fields as T_OBJECT_EX member descriptors (fast attribute access)."""
+    cdef Record proto = Record.__new__(Record)
+    sentinels = [object() for _ in range(6)]
+    proto.offset, proto.timestamp, proto.timestamp_type = sentinels[0], sentinels[1], sentinels[2]
+    proto.key, proto.value, proto.headers = sentinels[3], sentinels[4], sentinels[5]
+    names = _MEMBER_NAMES
+    cdef dict tdict = <dict>(<PyTypeObject *>Record).tp_dict
+    for i in range(6):
+        _members[i].name = names[i]
+        _members[i].type = T_OBJECT_EX
+        _members[i].offset = _field_offset(proto, sentinels[i])
+        _members[i].flags = 0
+        _members[i].doc = NULL
+        tdict[names[i].decode()] = PyDescr_NewMember(Record, &_members[i])
+    PyType_Modified(Record)
+
+
+_install_members()
 
 
 cdef inline object _corrupt(str msg, Py_ssize_t pos, object offset, str reason):
@@ -244,11 +291,13 @@ def decode_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
                     tup = (hkey, hval)
                     Py_INCREF(tup)
                     PyList_SET_ITEM(headers, h, tup)
-                r._headers = headers
+                r.headers = headers
             if p != rend:
                 raise _corrupt(f"record declares {length} bytes but its fields use "
                                f"{length - (rend - p)}", rstart - base, base_offset + off_delta,
                                "length")
+            else:
+                r.headers = []
             r.offset = base_offset + off_delta
             r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
             r.timestamp_type = ts_name
@@ -365,6 +414,7 @@ def decode_legacy_messages(buf, Py_ssize_t start, Py_ssize_t end, int64_t wrappe
                 r.timestamp_type = ts_name
                 r.key = key
                 r.value = value
+                r.headers = []
                 out.append(r)
             last_raw = offset
             have_last = True
@@ -379,7 +429,7 @@ def decode_legacy_messages(buf, Py_ssize_t start, Py_ssize_t end, int64_t wrappe
                 if type(item) is tuple:
                     out[i] = (item[0], item[1] + shift) + item[2:]
                 else:
-                    (<Record>item).offset += shift
+                    (<Record>item).offset = (<Record>item).offset + shift
     return out
 
 

@@ -1,0 +1,155 @@
+"""Quick decode benchmark: kafkawire (fast, pure) vs aiokafka's Cython record codecs.
+
+For tuning the record kernels; the full comparison (all peers, Java) is
+``benchmarks/bench_records.py``.  Run: ``python benchmarks/bench_decode_quick.py [--quick]``.
+Workloads (uncompressed, ~16 KiB batches): W1 1M records of 16-byte key/100-byte
+value; W6 2M 10-byte values; W8 W1 with 3 headers.  Measures full decode
+touching every field, header-only iteration, and CRC validation.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from kafkawire import _kernels  # noqa: E402
+from kafkawire import _pure  # noqa: E402,F401
+
+BATCH_BYTES = 16 * 1024
+
+
+def build(n, key_size, value_size, nheaders):
+    from kafkawire._pure.records import encode_records_v2
+    from kafkawire._pure.crc import crc32c
+    import struct
+    key = b"k" * key_size if key_size else None
+    value = b"v" * value_size
+    headers = [(f"header-{i}", b"h" * 8) for i in range(nheaders)]
+    rec = encode_records_v2([0], [0], [key], [value], [headers])
+    per_batch = max(1, (BATCH_BYTES - 61) // len(rec))
+    parts = []
+    offset = 0
+    ts = 1_700_000_000_000
+    while offset < n:
+        count = min(per_batch, n - offset)
+        body = encode_records_v2(list(range(count)), list(range(count)), [key] * count,
+                                 [value] * count, [headers] * count)
+        tail = struct.pack(">hiqqqhii", 0, count - 1, ts, ts + count - 1, -1, -1, -1, count) + body
+        parts.append(struct.pack(">qiibI", offset, 49 + len(tail) - 40, -1, 2, crc32c(tail)) + tail)
+        offset += count
+    return b"".join(parts)
+
+
+def timeit(fn, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def kw_decode(data):
+    import kafkawire
+    n = 0
+    for batch in kafkawire.iter_batches(data):
+        for r in batch:
+            r.offset, r.timestamp, r.key, r.value, r.headers
+            n += 1
+    return n
+
+
+def kw_headers(data):
+    import kafkawire
+    n = 0
+    for batch in kafkawire.iter_batches(data):
+        batch.base_offset, batch.last_offset, batch.max_timestamp, batch.record_count
+        n += 1
+    return n
+
+
+def kw_crc(data):
+    import kafkawire
+    for batch in kafkawire.iter_batches(data, verify_crc=True):
+        pass
+
+
+def aio_decode(data):
+    from aiokafka.record.memory_records import MemoryRecords
+    mr = MemoryRecords(data)
+    n = 0
+    while True:
+        batch = mr.next_batch()
+        if batch is None:
+            break
+        for r in batch:
+            r.offset, r.timestamp, r.key, r.value, r.headers
+            n += 1
+    return n
+
+
+def aio_headers(data):
+    from aiokafka.record.memory_records import MemoryRecords
+    mr = MemoryRecords(data)
+    n = 0
+    while True:
+        batch = mr.next_batch()
+        if batch is None:
+            break
+        batch.base_offset, batch.next_offset, batch.max_timestamp, batch.attributes
+        n += 1
+    return n
+
+
+def aio_crc(data):
+    from aiokafka.record.memory_records import MemoryRecords
+    mr = MemoryRecords(data)
+    while True:
+        batch = mr.next_batch()
+        if batch is None:
+            break
+        batch.validate_crc()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--pure", action="store_true", help="also time the pure backend")
+    args = ap.parse_args()
+    scale = 10 if args.quick else 1
+    from aiokafka.record import memory_records
+    from aiokafka.record import _crecords
+    assert memory_records.MemoryRecords is _crecords.MemoryRecords, "aiokafka Cython not in use"
+    workloads = {"W1": (1_000_000 // scale, 16, 100, 0), "W6": (2_000_000 // scale, 0, 10, 0),
+                 "W8": (1_000_000 // scale, 16, 100, 3)}
+    repeat = 3
+    print(f"crc32c impl: {_kernels._load('fast')['crc'].crc32c_impl()}")
+    print(f"{'work':4} {'what':8} {'kw fast':>14} {'aiokafka':>14} {'ratio':>6}")
+    for name, spec in workloads.items():
+        data = build(*spec)
+        n = spec[0]
+        mb = len(data) / 1e6
+        _kernels.use("fast")
+        assert kw_decode(data) == aio_decode(data) == n
+        for what, kw, aio, unit in (("decode", kw_decode, aio_decode, "rec"),
+                                    ("headers", kw_headers, aio_headers, "rec"),
+                                    ("crc", kw_crc, aio_crc, "MB")):
+            tk = timeit(lambda: kw(data), repeat)
+            ta = timeit(lambda: aio(data), repeat)
+            if unit == "rec":
+                fk, fa = f"{n / tk / 1e6:8.2f} Mrec/s", f"{n / ta / 1e6:8.2f} Mrec/s"
+            else:
+                fk, fa = f"{mb / tk / 1e3:8.2f} GB/s", f"{mb / ta / 1e3:8.2f} GB/s"
+            print(f"{name:4} {what:8} {fk:>14} {fa:>14} {ta / tk:6.2f}x", flush=True)
+        if args.pure:
+            _kernels.use("pure")
+            tp = timeit(lambda: kw_decode(data), 1)
+            print(f"{name:4} {'pure':8} {n / tp / 1e6:8.2f} Mrec/s", flush=True)
+            _kernels.use("fast")
+
+
+if __name__ == "__main__":
+    main()
