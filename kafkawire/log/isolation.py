@@ -24,7 +24,10 @@ class AbortedRanges:
 
     def add(self, producer_id: int, first_offset: int, last_offset: int) -> None:
         lst = self._ranges.setdefault(producer_id, [])
-        bisect.insort(lst, (first_offset, last_offset))
+        item = (first_offset, last_offset)
+        i = bisect.bisect_left(lst, item)
+        if i == len(lst) or lst[i] != item:
+            lst.insert(i, item)
 
     def add_txns(self, txns: Iterable[AbortedTxn]) -> None:
         for t in txns:

@@ -22,10 +22,9 @@ from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
 from kafkawire import _scan_common as C
-from kafkawire.log.index import (DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder, load_offset_index,
-                                 load_time_index)
+from kafkawire.log.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
 from kafkawire.log.txnindex import pack_txn_entry, read_txn_index
-from kafkawire.log.verify import _STATUS_TEXT
+from kafkawire.log.verify import _STATUS_TEXT, VerifyReport, _check_indexes
 
 _INT32_MAX = 0x7FFFFFFF
 
@@ -115,12 +114,19 @@ def _recover_segment(seg, interval: int):
     b.finish()
     rec = SegmentRecovery(seg.path, seg.size, valid, n, problem, valid if problem else None,
                           next_offset=next_offset)
-    on_disk_off = load_offset_index(seg.files.index, seg.base_offset, seg.size)
-    on_disk_time = load_time_index(seg.files.timeindex, seg.base_offset)
-    rec.index_rebuilt = (on_disk_off.status != "ok" or on_disk_time.status != "ok"
-                         or list(on_disk_off) != b.offset_entries
-                         or list(on_disk_time) != b.time_entries)
+    # Indexes are rewritten when they fail the checks verify() makes against the log
+    # (an index built from other appends, e.g. follower chunks, is kept when it is right).
+    kept = rows[:n]
+    check = VerifyReport()
+    _check_indexes(seg, check, kept[:, C.POSITION].tolist(), _first_offsets(kept),
+                   kept[:, C.LAST_OFFSET].tolist(), kept[:, C.MAX_TIMESTAMP].tolist())
+    absent = seg.files.index is None or seg.files.timeindex is None
+    rec.index_rebuilt = bool(check.problems) or (absent and n > 0)
     return rec, b
+
+
+def _first_offsets(rows) -> list:
+    return [r[C.BASE_OFFSET] if r[C.MAGIC] == 2 else r[C.LAST_OFFSET] for r in rows.tolist()]
 
 
 def _write_atomic(path: str, data: bytes) -> None:

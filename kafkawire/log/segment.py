@@ -168,6 +168,12 @@ class Segment:
         try:
             yield from iter_batches(self._buf, start=start_position, end=end, verify_crc=verify_crc)
         except CorruptRecordError as exc:
+            # A zero-filled tail (preallocated file, or a crash before the data reached
+            # disk) ends the readable log, as a preallocated index's zero tail does;
+            # verify() still reports it and recover() truncates it.
+            if (exc.reason == "length" and exc.position is not None
+                    and K.buffer_is_zero(self._buf, exc.position, end)):
+                return
             raise exc.at(path=self.path) from None
 
     def batch_at(self, position: int):

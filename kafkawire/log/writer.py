@@ -227,11 +227,11 @@ class LogWriter:
         next_offset = self.next_offset
         first_offset = None
         for raw in batches:
-            data, rows = self._prepare(raw, next_offset, assign_offsets)
+            data, rows, first = self._prepare(raw, next_offset, assign_offsets)
             parts.append(data)
             rows_all.append(rows)
             if first_offset is None:
-                first_offset = int(rows[0, C.BASE_OFFSET])
+                first_offset = first
             next_offset = int(rows[-1, C.LAST_OFFSET]) + 1
         if not parts:
             raise ValueError("append_batches needs at least one batch")
@@ -302,7 +302,9 @@ class LogWriter:
                            f"{stop} of {len(data)}); build batches with kafkawire.records.BatchBuilder")
         first = int(rows[0, C.BASE_OFFSET])
         if rows[0, C.MAGIC] < 2 and rows[0, C.RECORD_COUNT] < 0:
-            first = None  # a compressed wrapper's first inner offset needs decompression
+            # A compressed wrapper carries its last inner offset; the first needs decompression.
+            from kafkawire.records import iter_batches
+            first = next(iter(iter_batches(data))).base_offset
         if assign:
             if rows[0, C.MAGIC] == 2 and len(rows) == 1:
                 data = next_offset.to_bytes(8, "big", signed=True) + data[8:]
@@ -310,11 +312,11 @@ class LogWriter:
                 from kafkawire.records import set_base_offset
                 data = set_base_offset(data, next_offset)
             rows = K.scan_batches(data, 0, len(data), -1, False)[0]
-        else:
-            if (first if first is not None else int(rows[0, C.LAST_OFFSET])) < next_offset:
-                raise LogError(f"batch offsets start at {first} but the log is already at "
-                               f"{next_offset}; offsets must increase (or pass assign_offsets=True)")
-        return data, rows
+            first = next_offset
+        elif first < next_offset:
+            raise LogError(f"batch offsets start at {first} but the log is already at "
+                           f"{next_offset}; offsets must increase (or pass assign_offsets=True)")
+        return data, rows, first
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int, max_ts: int) -> None:
         seg = self._seg
@@ -329,7 +331,7 @@ class LogWriter:
         if (seg.size + size > self.segment_bytes or waited > self.segment_ms or seg.index_full
                 or last_offset - seg.base_offset > _INT32_MAX):
             seg.close()
-            self._open_segment(first_offset if first_offset is not None else self.next_offset)
+            self._open_segment(first_offset)
 
     def _restart_empty(self, base: int) -> None:
         seg = self._seg
