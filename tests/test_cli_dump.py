@@ -10,6 +10,7 @@ import pytest
 
 from kafkawire import _kernels as K
 from kafkawire.cli import main
+from cli_support import require_headers_decoded
 
 records = pytest.importorskip("kafkawire.records")
 if not hasattr(records, "BatchBuilder") or not hasattr(records, "iter_batches"):
@@ -97,6 +98,7 @@ def test_shallow_text_matches_kafka_format(capsys, segment):
 
 
 def test_deep_iteration_with_data(capsys, segment):
+    require_headers_decoded()
     path, batches = segment
     code, out, err = run(capsys, "dump", "--files", path, "--print-data-log")
     assert code == 0, err
@@ -140,6 +142,7 @@ RECORD_KEYS = ["type", "offset", "timestamp", "timestampType", "key", "value", "
 
 
 def test_json_objects(capsys, segment):
+    require_headers_decoded()
     path, batches = segment
     code, out, err = run(capsys, "dump", "--files", path, "--deep-iteration", "--json")
     assert code == 0, err
@@ -292,3 +295,21 @@ def test_offsets_and_transaction_log_decoders_end_to_end(capsys, tmp_path):
         '{"producerId":9,"producerEpoch":1,"transactionTimeoutMs":60000,"transactionStatus":4,'
         '"transactionPartitions":null,"transactionLastUpdateTimestampMs":5,'
         '"transactionStartTimestampMs":4}}')
+
+
+def test_broken_pipe_stops_quietly(monkeypatch, capsys, segment):
+    path, _ = segment
+
+    class Closed:
+        def write(self, s):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return False
+
+    monkeypatch.setattr("sys.stdout", Closed())
+    assert main(["dump", "--files", path, "--deep-iteration"]) == 141
+    assert capsys.readouterr().err == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kafkawire.cli import main
+from cli_support import require_headers_decoded
 
 records = pytest.importorskip("kafkawire.records")
 from kafkawire.records import BatchBuilder, control_batch  # noqa: E402
@@ -53,6 +54,7 @@ def mixed_segment() -> bytes:
 @pytest.mark.parametrize("mode,flags", [("shallow", []), ("deep", ["--deep-iteration"]),
                                         ("data", ["--print-data-log"])])
 def test_dump_matches_kafka_clients_view(java_runner, tmp_path, capsys, mode, flags):
+    require_headers_decoded()
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(mixed_segment())
     args = [str(path)] + ([] if mode == "shallow" else [mode])
@@ -107,6 +109,7 @@ def _kafka_folder(java_runner, folder, **opts):
     dict(magic=1, codec="gzip", appends=40, records=5, segmentBytes=16384, interval=1024),
 ])
 def test_kafka_written_partition_is_clean(java_runner, tmp_path, capsys, opts):
+    require_headers_decoded()
     import os
     folder = _kafka_folder(java_runner, tmp_path / "orders-0", **opts)
     assert main(["verify", str(folder)]) == 0, capsys.readouterr().out

@@ -160,6 +160,8 @@ class Dumper:
                 self._bar = bar
                 try:
                     self.dump_file(path)
+                except BrokenPipeError:
+                    raise
                 except (KafkaWireError, OSError) as e:
                     err(f"kafkawire: {path}: {_describe(e)}")
                     self.status = 1

@@ -167,6 +167,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 2)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader went away (`kafkawire dump ... | head`): stop quietly, like a killed pipe
+        try:
+            import os
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 141
     except UsageError as e:
         sys.stderr.write(f"kafkawire {args.command}: error: {e}\n")
         return 2
@@ -176,8 +185,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("kafkawire: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 1
 
 
 def _describe(e: BaseException) -> str:
