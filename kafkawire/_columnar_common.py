@@ -10,7 +10,9 @@ PAST_END = 4    # the batch at the returned position starts at/after end_offset
 
 #: Column name, numpy dtype string and group, in the kernels' buffer order.
 #: Groups: "rec" one per data record, "rec+1" record offsets (n+1), "data" bytes,
-#: "hdr*" only with headers, "ctl" one per control record.
+#: "hdr*" only with headers, "ctl" one per control record, "run" one per run of
+#: consecutive records from the same batch (``run_start`` = its first row):
+#: per-batch facts are stored once per run, not once per record.
 COLUMNS = (
     ("offset", "int64", "rec"),
     ("timestamp", "int64", "rec"),
@@ -21,9 +23,9 @@ COLUMNS = (
     ("value_offsets", "int32", "rec+1"),
     ("value_data", "uint8", "data"),
     ("value_valid", "bool", "rec"),
-    ("producer_id", "int64", "rec"),
-    ("is_transactional", "bool", "rec"),
-    ("batch_base_offset", "int64", "rec"),
+    ("run_start", "int64", "run"),
+    ("run_transactional", "bool", "run"),
+    ("run_base_offset", "int64", "run"),
     ("header_offsets", "int32", "hdr-rec+1"),
     ("header_valid", "bool", "hdr-rec"),
     ("header_key_offsets", "int32", "hdr+1"),
@@ -35,6 +37,7 @@ COLUMNS = (
     ("control_producer_id", "int64", "ctl"),
     ("control_type", "int8", "ctl"),
     ("control_timestamp", "int64", "ctl"),
+    ("run_producer_id", "int64", "run"),
 )
 COLUMN_NAMES = tuple(c[0] for c in COLUMNS)
 HEADER_COLUMNS = frozenset(c[0] for c in COLUMNS if c[2].startswith("hdr"))

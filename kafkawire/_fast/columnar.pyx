@@ -35,7 +35,7 @@ cdef extern from *:
 __all__ = ["ColumnBuilder", "columnar_scan", "columnar_payload_info", "columnar_payload"]
 
 cdef enum:
-    NCOLS = 23
+    NCOLS = 24
     C_OFFSET = 0
     C_TS = 1
     C_TSTYPE = 2
@@ -45,9 +45,9 @@ cdef enum:
     C_VOFF = 6
     C_VDATA = 7
     C_VVALID = 8
-    C_PID = 9
-    C_TXN = 10
-    C_BBASE = 11
+    C_RSTART = 9
+    C_RTXN = 10
+    C_RBASE = 11
     C_HOFF = 12
     C_HVALID = 13
     C_HKOFF = 14
@@ -59,6 +59,7 @@ cdef enum:
     C_CPID = 20
     C_CTYPE = 21
     C_CTS = 22
+    C_RPID = 23
 
 cdef enum:
     ST_DONE = 0
@@ -135,6 +136,20 @@ cdef void _free_capsule(object cap) noexcept:
         _cache_cap[col] = size
     else:
         free(p)
+
+
+cdef void adopt_cache(State* S) noexcept:
+    # Called with the GIL held (the cache is only touched under it).
+    cdef int k
+    for k in range(NCOLS):
+        if _cache_p[k] != NULL and _cache_cap[k] > S.cols[k].cap and S.cols[k].n <= 64:
+            if S.cols[k].n:
+                memcpy(_cache_p[k], S.cols[k].p, S.cols[k].n)
+            free(S.cols[k].p)
+            S.cols[k].p = _cache_p[k]
+            S.cols[k].cap = _cache_cap[k]
+            _cache_p[k] = NULL
+            _cache_cap[k] = 0
 
 
 cdef int grow(Buf* b, Py_ssize_t extra) noexcept nogil:
@@ -265,10 +280,10 @@ cdef inline int res(Buf* b, int64_t k) noexcept nogil:
 
 cdef int reserve(State* S, int64_t records, int64_t data) noexcept nogil:
     cdef Buf* c = S.cols
-    if (res(&c[C_OFFSET], 8 * records) or res(&c[C_TS], 8 * records) or res(&c[C_PID], 8 * records)
-            or res(&c[C_BBASE], 8 * records) or res(&c[C_TSTYPE], 4 * records)
+    if (res(&c[C_OFFSET], 8 * records) or res(&c[C_TS], 8 * records)
+            or res(&c[C_TSTYPE], 4 * records)
             or res(&c[C_KOFF], 4 * records) or res(&c[C_VOFF], 4 * records)
-            or res(&c[C_KVALID], records) or res(&c[C_VVALID], records) or res(&c[C_TXN], records)
+            or res(&c[C_KVALID], records) or res(&c[C_VVALID], records)
             or res(&c[C_KDATA], data) or res(&c[C_VDATA], data)):
         return ERR_NOMEM
     return 0
@@ -307,11 +322,16 @@ cdef inline void put_record(State* S, int64_t offset, int64_t ts, int32_t ts_typ
         putbytes(&c[C_VDATA], vp, vlen)
     put1(&c[C_VVALID], vlen >= 0)
     put4(&c[C_VOFF], <int32_t>c[C_VDATA].n)
-    put8(&c[C_PID], pid)
-    put1(&c[C_TXN], txn)
-    put8(&c[C_BBASE], base)
     S.n += 1
     S.data_bytes += size
+
+
+cdef inline int push_run(State* S, int64_t start, int64_t pid, int txn, int64_t base) noexcept nogil:
+    cdef Buf* c = S.cols
+    if (push8(&c[C_RSTART], start) or push8(&c[C_RPID], pid) or push1(&c[C_RTXN], txn)
+            or push8(&c[C_RBASE], base)):
+        return ERR_NOMEM
+    return 0
 
 
 cdef inline int push_record(State* S, int64_t offset, int64_t ts, int32_t ts_type,
@@ -334,7 +354,7 @@ cdef inline int push_record(State* S, int64_t offset, int64_t ts, int32_t ts_typ
         return ERR_NOMEM
     if push4(&c[C_VOFF], <int32_t>c[C_VDATA].n):
         return ERR_NOMEM
-    if push8(&c[C_PID], pid) or push1(&c[C_TXN], txn) or push8(&c[C_BBASE], base):
+    if push_run(S, S.n, pid, txn, base):
         return ERR_NOMEM
     S.n += 1
     S.data_bytes += size
@@ -352,9 +372,6 @@ ctypedef struct Cur:
     uint8_t* kval
     int32_t* voff
     uint8_t* vval
-    int64_t* pid
-    uint8_t* txn
-    int64_t* base
     char* kd
     char* vd
     int64_t n
@@ -371,9 +388,6 @@ cdef inline void cur_load(State* S, Cur* u) noexcept nogil:
     u.kval = <uint8_t*>(c[C_KVALID].p + c[C_KVALID].n)
     u.voff = <int32_t*>(c[C_VOFF].p + c[C_VOFF].n)
     u.vval = <uint8_t*>(c[C_VVALID].p + c[C_VVALID].n)
-    u.pid = <int64_t*>(c[C_PID].p + c[C_PID].n)
-    u.txn = <uint8_t*>(c[C_TXN].p + c[C_TXN].n)
-    u.base = <int64_t*>(c[C_BBASE].p + c[C_BBASE].n)
     u.kd = c[C_KDATA].p + c[C_KDATA].n
     u.vd = c[C_VDATA].p + c[C_VDATA].n
     u.n = S.n
@@ -390,9 +404,6 @@ cdef inline void cur_store(State* S, Cur* u) noexcept nogil:
     c[C_KVALID].n = <char*>u.kval - c[C_KVALID].p
     c[C_VOFF].n = <char*>u.voff - c[C_VOFF].p
     c[C_VVALID].n = <char*>u.vval - c[C_VVALID].p
-    c[C_PID].n = <char*>u.pid - c[C_PID].p
-    c[C_TXN].n = <char*>u.txn - c[C_TXN].p
-    c[C_BBASE].n = <char*>u.base - c[C_BBASE].p
     c[C_KDATA].n = u.kd - c[C_KDATA].p
     c[C_VDATA].n = u.vd - c[C_VDATA].p
     S.n = u.n
@@ -406,7 +417,7 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
                     Py_ssize_t* index, Py_ssize_t* rpos, Py_ssize_t errpos, int inplace) noexcept nogil:
     cdef Py_ssize_t pos = rpos[0], i = index[0], rstart, rend, kpos, vpos, hk, here
     cdef int64_t rlen, tsd, offd, klen, vlen, hcount, hklen, hvlen, offset, ts, j
-    cdef int r, keep, with_h
+    cdef int r, keep, with_h, run_open = 0
     cdef int32_t ctype
     cdef Buf* c = S.cols
     cdef int64_t rem = x.count - i
@@ -514,6 +525,10 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
                     or push1(&c[C_CTYPE], <int8_t>ctype) or push8(&c[C_CTS], ts)):
                 return ERR_NOMEM
         elif keep:
+            if not run_open:
+                if push_run(S, u.n, x.producer_id, x.txn, x.base_offset):
+                    return ERR_NOMEM
+                run_open = 1
             if with_h:
                 S.nh += hcount
                 if push4(&c[C_HOFF], <int32_t>S.nh) or push1(&c[C_HVALID], hcount > 0):
@@ -538,12 +553,6 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
             u.vval += 1
             u.voff[0] = <int32_t>(u.vd - vd0)
             u.voff += 1
-            u.pid[0] = x.producer_id
-            u.pid += 1
-            u.txn[0] = x.txn
-            u.txn += 1
-            u.base[0] = x.base_offset
-            u.base += 1
             u.n += 1
             u.nbytes += rlen
         if not u.has_next or offset + 1 > u.next:
@@ -720,11 +729,7 @@ cdef class ColumnBuilder:
         cdef int k
         for k in range(NCOLS):
             self.S.cols[k].n = 0
-            if self.S.cols[k].p == NULL and _cache_p[k] != NULL:
-                self.S.cols[k].p = _cache_p[k]
-                self.S.cols[k].cap = _cache_cap[k]
-                _cache_p[k] = NULL
-                _cache_cap[k] = 0
+        adopt_cache(&self.S)
         self.S.n = 0
         self.S.nh = 0
         self.S.data_bytes = 0
@@ -813,6 +818,7 @@ def columnar_scan(ColumnBuilder builder, buf, Py_ssize_t pos, Py_ssize_t end,
     cdef int r
     if n == 0:
         return (ST_DONE, 0, 0, 0)
+    adopt_cache(S)
     with nogil:
         r = scan(S, d, end, &p, &idx, &rp)
     if r < 0:
@@ -923,6 +929,7 @@ def columnar_payload(ColumnBuilder builder, buf, Py_ssize_t pos, payload,
         raise ValueError("rec_pos is outside the payload")
     d = &v[0]
     magic = <int8_t>d[pos + 16]
+    adopt_cache(S)
     if magic == 2:
         if n - pos < 61:
             raise ValueError(f"no v2 batch header at position {pos}")

@@ -22,8 +22,9 @@ _q = struct.Struct("<q")
 _i = struct.Struct("<i")
 _V2 = struct.Struct(">qiibIhiqqqhii")
 
-(_OFFSET, _TS, _TSTYPE, _KOFF, _KDATA, _KVALID, _VOFF, _VDATA, _VVALID, _PID, _TXN, _BBASE,
- _HOFF, _HVALID, _HKOFF, _HKDATA, _HVOFF, _HVDATA, _HVVALID, _COFF, _CPID, _CTYPE, _CTS) = range(23)
+(_OFFSET, _TS, _TSTYPE, _KOFF, _KDATA, _KVALID, _VOFF, _VDATA, _VVALID, _RSTART, _RTXN, _RBASE,
+ _HOFF, _HVALID, _HKOFF, _HKDATA, _HVOFF, _HVDATA, _HVVALID, _COFF, _CPID, _CTYPE, _CTS,
+ _RPID) = range(24)
 
 
 class _Corrupt(Exception):
@@ -84,6 +85,13 @@ class ColumnBuilder:
         return out
 
     # -- helpers used by the decode functions --
+    def _run(self, pid: int, txn: int, base: int) -> None:
+        c = self.cols
+        c[_RSTART] += _q.pack(self.n)
+        c[_RPID] += _q.pack(pid)
+        c[_RTXN].append(txn)
+        c[_RBASE] += _q.pack(base)
+
     def _bump(self, nxt: int) -> None:
         nxt &= (1 << 64) - 1
         if nxt >= 1 << 63:
@@ -95,7 +103,7 @@ class ColumnBuilder:
         return self.n >= self.max_records or (self.n > 0 and self._data_bytes + size > self.max_bytes)
 
     def _push(self, offset: int, ts: int, ts_type: int, key: Optional[bytes], value: Optional[bytes],
-              pid: int, txn: int, base: int, size: int) -> None:
+              pid: int, txn: int, base: int, size: int, run: bool = True) -> None:
         c = self.cols
         c[_OFFSET] += _q.pack(offset)
         c[_TS] += _q.pack(ts)
@@ -108,9 +116,8 @@ class ColumnBuilder:
             c[_VDATA] += value
         c[_VVALID].append(value is not None)
         c[_VOFF] += _i.pack(len(c[_VDATA]))
-        c[_PID] += _q.pack(pid)
-        c[_TXN].append(txn)
-        c[_BBASE] += _q.pack(base)
+        if run:
+            self._run(pid, txn, base)
         self.n += 1
         self._data_bytes += size
 
@@ -169,6 +176,7 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
                 errpos: int, inplace: bool) -> Tuple[int, int, int]:
     i = index
     c = B.cols
+    run_open = False
     while i < x.count:
         rstart = pos
         here = pos if inplace else errpos
@@ -239,13 +247,16 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
             c[_CTYPE] += struct.pack("<b", ctype)
             c[_CTS] += _q.pack(ts)
         elif keep:
+            if not run_open:
+                B._run(x.producer_id, x.txn, x.base_offset)
+                run_open = True
             if with_h:
                 B.nh += hcount
                 c[_HOFF] += _i.pack(B.nh)
                 c[_HVALID].append(hcount > 0)
             B._push(off, ts, x.ts_type, bytes(d[kpos:kpos + klen]) if klen >= 0 else None,
                     bytes(d[vpos:vpos + vlen]) if vlen >= 0 else None,
-                    x.producer_id, x.txn, x.base_offset, rlen)
+                    x.producer_id, x.txn, x.base_offset, rlen, run=False)
         B._bump(off + 1)
         i += 1
     if pos != end:

@@ -50,7 +50,12 @@ data).  Columns (numpy arrays, all of length ``n`` unless noted):
   (False = null key); ``value_offsets``/``value_data``/``value_valid`` alike.
 * ``producer_id`` int64 (-1 for non-idempotent and legacy records),
   ``is_transactional`` bool, ``batch_base_offset`` int64 (base offset of the
-  record's batch; for read_committed filtering).
+  record's batch; a v0/v1 record's own offset): per-record views, for
+  read_committed filtering, computed on first use from the run columns
+  ``run_start`` (row of each run's first record; a run = consecutive records
+  of one batch), ``run_producer_id``, ``run_transactional``,
+  ``run_base_offset``, which the kernel writes once per batch instead of
+  once per record.
 * Headers, only when ``include_headers``: ``header_offsets`` int32 (n+1;
   record i owns headers ``header_offsets[i]:header_offsets[i+1]``),
   ``header_valid`` bool (False when the record has no headers: Spark's Kafka
@@ -108,19 +113,46 @@ _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 class ColumnChunk:
     """Decoded records of one chunk as numpy columns (see the module docstring)."""
 
-    __slots__ = _C.COLUMN_NAMES + ("start_position", "end_position", "next_offset", "has_headers")
+    __slots__ = _C.COLUMN_NAMES + ("start_position", "end_position", "next_offset", "has_headers",
+                                   "_per_record")
 
     def __init__(self, columns: Dict[str, Optional[np.ndarray]], *, start_position: int = 0,
                  end_position: int = 0, next_offset: Optional[int] = None) -> None:
         for name in _C.COLUMN_NAMES:
             setattr(self, name, columns[name])
         self.has_headers = columns["header_offsets"] is not None
+        self._per_record: Dict[str, np.ndarray] = {}
         self.start_position = start_position
         self.end_position = end_position
         self.next_offset = next_offset
 
     def __len__(self) -> int:
         return len(self.offset)
+
+    # Per-batch facts are stored once per run of records from one batch
+    # (``run_*`` columns); these expand them to one value per record on use.
+    def _expand(self, name: str) -> np.ndarray:
+        got = self._per_record.get(name)
+        if got is None:
+            counts = np.diff(np.append(self.run_start, len(self)))
+            got = np.repeat(getattr(self, name), counts)
+            self._per_record[name] = got
+        return got
+
+    @property
+    def producer_id(self) -> np.ndarray:
+        """int64 per record: its batch's producer id (-1 for legacy and non-idempotent)."""
+        return self._expand("run_producer_id")
+
+    @property
+    def is_transactional(self) -> np.ndarray:
+        """bool per record: whether its batch is transactional."""
+        return self._expand("run_transactional")
+
+    @property
+    def batch_base_offset(self) -> np.ndarray:
+        """int64 per record: its batch's base offset (the record's own offset for v0/v1)."""
+        return self._expand("run_base_offset")
 
     def __repr__(self) -> str:
         first = int(self.offset[0]) if len(self) else None
@@ -147,7 +179,10 @@ class ColumnChunk:
 
     def to_numpy(self) -> Dict[str, Optional[np.ndarray]]:
         """Every column by name (header columns None unless decoded with headers)."""
-        return {name: getattr(self, name) for name in _C.COLUMN_NAMES}
+        out = {name: getattr(self, name) for name in _C.COLUMN_NAMES}
+        out.update(producer_id=self.producer_id, is_transactional=self.is_transactional,
+                   batch_base_offset=self.batch_base_offset)
+        return out
 
     def keys(self) -> list:
         """Keys as a list of ``bytes | None`` (convenience; creates objects)."""
@@ -179,6 +214,11 @@ class ColumnChunk:
                 cols[name] = None if arr is None else arr[mask]
             elif group == "ctl":
                 cols[name] = arr
+        kept = int(np.count_nonzero(mask))
+        cols["run_start"] = np.arange(kept, dtype=np.int64)
+        cols["run_producer_id"] = self.producer_id[mask]
+        cols["run_transactional"] = self.is_transactional[mask]
+        cols["run_base_offset"] = self.batch_base_offset[mask]
         cols["key_offsets"], cols["key_data"] = _take_binary(self.key_offsets, self.key_data, mask)
         cols["value_offsets"], cols["value_data"] = _take_binary(self.value_offsets, self.value_data, mask)
         if self.has_headers:
