@@ -79,8 +79,12 @@ class ReadOptions:
     raw: Dict[str, str] = field(default_factory=dict)
 
 
-def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
-    """Validate Spark's option map (keys lower-cased here too, values strings)."""
+def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = False) -> ReadOptions:
+    """Validate Spark's option map (keys lower-cased here too, values strings).
+
+    ``streaming=None`` (schema time: batch or stream is not known yet) skips
+    the checks that depend on it.
+    """
     opts = {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
     unknown = sorted(set(opts) - set(KNOWN))
     if unknown:
@@ -112,13 +116,13 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
 
     if "startingoffsets" in opts:
         ro.starting = _parse_offsets("startingOffsets", opts["startingoffsets"])
-    elif streaming:
+    elif streaming is True:
         ro.starting = "latest"
     if "endingoffsets" in opts:
-        if streaming:
+        if streaming is True:
             raise OptionError("endingOffsets applies to batch reads only; a streaming read never ends")
         ro.ending = _parse_offsets("endingOffsets", opts["endingoffsets"])
-    if not streaming:
+    if streaming is False:
         if ro.starting == "latest" or (isinstance(ro.starting, dict) and LATEST in ro.starting.values()):
             raise OptionError("startingOffsets latest (-1) is not allowed for batch reads "
                               "(it would read nothing); use earliest, offsets, or a timestamp")
@@ -128,7 +132,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
 
     ro.starting_ts = _parse_ts(opts, "startingtimestamp", "startingoffsetsbytimestamp")
     ro.ending_ts = _parse_ts(opts, "endingtimestamp", "endingoffsetsbytimestamp")
-    if streaming and ro.ending_ts is not None:
+    if streaming is True and ro.ending_ts is not None:
         raise OptionError("endingTimestamp / endingOffsetsByTimestamp apply to batch reads only")
     if isinstance(ro.starting_ts, int) and isinstance(ro.ending_ts, int) and ro.starting_ts > ro.ending_ts:
         raise OptionError(f"startingTimestamp {ro.starting_ts} is after endingTimestamp {ro.ending_ts}: "
@@ -148,7 +152,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
     ro.min_partitions = _int(opts, "minpartitions", minimum=1)
     ro.max_records_per_partition = _int(opts, "maxrecordsperpartition", minimum=1)
     ro.max_offsets_per_trigger = _int(opts, "maxoffsetspertrigger", minimum=1)
-    if ro.max_offsets_per_trigger is not None and not streaming:
+    if ro.max_offsets_per_trigger is not None and streaming is False:
         raise OptionError("maxOffsetsPerTrigger applies to streaming reads only "
                           "(spark.readStream); for batch reads use endingOffsets")
     iso = opts.get("isolation", opts.get("kafka.isolation.level", "read_uncommitted")).strip().lower()

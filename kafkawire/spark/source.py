@@ -21,7 +21,7 @@ class KafkaWireDataSource(DataSource):
         return "kafkawire"
 
     def schema(self) -> str:
-        ro = parse_options(self.options)
+        ro = parse_options(self.options, streaming=None)
         return spark_ddl(ro.include_headers)
 
     def reader(self, schema):
