@@ -17,7 +17,6 @@ fall back to an index rebuilt in memory from the log.
 """
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -35,13 +34,16 @@ _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")
 
 
-def _map_file(path: str):
-    """A read-only mmap of ``path`` (``b""`` for an empty file)."""
+def _map_file(path: str) -> bytes:
+    """The bytes of index file ``path``.
+
+    Read, not memory-mapped: a broker (or LogWriter) trims a preallocated
+    index when it rolls the segment, and touching a mapped page past the new
+    end of file would kill the reading process with SIGBUS.  Index files are
+    small (``segment.index.bytes``, 10 MiB by default, at most).
+    """
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return b""
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return f.read()
 
 
 class OffsetIndex:
