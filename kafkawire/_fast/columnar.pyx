@@ -81,6 +81,7 @@ ctypedef struct Buf:
     char* p
     Py_ssize_t n
     Py_ssize_t cap
+    Py_ssize_t hint   # first allocation size: the expected size of a full chunk
 
 ctypedef struct State:
     Buf cols[NCOLS]
@@ -154,8 +155,12 @@ cdef void adopt_cache(State* S) noexcept:
 
 cdef int grow(Buf* b, Py_ssize_t extra) noexcept nogil:
     cdef Py_ssize_t need = b.n + extra
-    cdef Py_ssize_t cap = b.cap * 2 if b.cap else 4096
+    cdef Py_ssize_t cap = b.cap * 2
     cdef char* q
+    if cap < b.hint:
+        cap = b.hint
+    if cap < 4096:
+        cap = 4096
     while cap < need:
         cap *= 2
     q = <char*>realloc(b.p, cap)
@@ -703,6 +708,7 @@ cdef class ColumnBuilder:
             self.S.cols[k].p = NULL
             self.S.cols[k].n = 0
             self.S.cols[k].cap = 0
+            self.S.cols[k].hint = 4096
 
     def __init__(self, include_headers=False, max_records=65536, max_bytes=64 << 20,
                  start_offset=None, end_offset=None):
@@ -717,6 +723,14 @@ cdef class ColumnBuilder:
         self.S.end_offset = I64_MAX if end_offset is None else end_offset
         self.S.has_next = 0
         self.S.next_offset = 0
+        cdef int k
+        expect = min(max_records, 65536)
+        for k in range(NCOLS):
+            name, dtype, group = _C.COLUMNS[k]
+            if group in ("rec", "rec+1"):
+                self.S.cols[k].hint = np.dtype(dtype).itemsize * (expect + 1)
+            elif group == "data":
+                self.S.cols[k].hint = min(max_bytes, 16 << 20)
         self._reset()
 
     def __dealloc__(self):
