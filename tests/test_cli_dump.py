@@ -313,3 +313,39 @@ def test_broken_pipe_stops_quietly(monkeypatch, capsys, segment):
     monkeypatch.setattr("sys.stdout", Closed())
     assert main(["dump", "--files", path, "--deep-iteration"]) == 141
     assert capsys.readouterr().err == ""
+
+
+def test_kraft_snapshot_checkpoint(capsys, tmp_path):
+    b = BatchBuilder()
+    b.append(b"x", timestamp=1)
+    path = tmp_path / "00000000000000000100-0000000003.checkpoint"
+    path.write_bytes(b.build())
+    code, out, _ = run(capsys, "dump", "--files", str(path))
+    assert code == 0
+    assert out.splitlines()[:3] == [f"Dumping {path}", "Snapshot end offset: 100, epoch: 3",
+                                    out.splitlines()[2]]
+    assert out.splitlines()[2].startswith("baseOffset: 0 lastOffset: 0 count: 1")
+
+
+def test_progress_bar_on_a_terminal(monkeypatch, capsys, tmp_path):
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    for i in range(3):
+        b = BatchBuilder()
+        b.append(b"x", timestamp=1)
+        (tmp_path / f"{i:020d}.log").write_bytes(b.build())
+    files = ",".join(str(tmp_path / f"{i:020d}.log") for i in range(3))
+    fake = Tty()
+    monkeypatch.setattr("sys.stderr", fake)
+    assert main(["dump", "--files", files]) == 0      # stdout is not a terminal: bar on stderr
+    drawn = fake.getvalue()
+    assert "%" in drawn and drawn.endswith("\r\x1b[K")
+    fake.seek(0)
+    fake.truncate()
+    assert main(["dump", "--files", files, "--no-progress"]) == 0
+    assert fake.getvalue() == ""
+    capsys.readouterr()

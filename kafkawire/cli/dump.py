@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from kafkawire.cli.progress import Progress
 from kafkawire.errors import CorruptRecordError, KafkaWireError
 
 INT32_MAX = 2 ** 31 - 1
+_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 
 
@@ -188,7 +190,7 @@ class Dumper:
         o = self.opts
         if not os.path.exists(path):
             raise FileNotFoundError(2, "No such file or directory", path)
-        if suffix == ".log":
+        if suffix in (".log", ".checkpoint"):
             self.dump_log(path)
         elif suffix == ".index":
             self.status |= indexdump.dump_offset_index(
@@ -209,9 +211,20 @@ class Dumper:
     def dump_log(self, path: str) -> None:
         import kafkawire
         o = self.opts
-        base = indexdump.base_offset_of(path) if os.path.basename(path)[:1].isdigit() else None
-        if base is not None:
-            self.out.text(f"Log starting offset: {base}")
+        name = os.path.basename(path)
+        if name.endswith(".checkpoint"):
+            # a KRaft metadata snapshot: record batches too
+            if name == "bootstrap.checkpoint":
+                self.out.text("KRaft bootstrap snapshot")
+            else:
+                m = _SNAPSHOT_NAME.match(name)
+                if m is None:
+                    raise indexdump.IndexCheckError(
+                        f"{path}: not a snapshot name (expected <20-digit offset>-<10-digit "
+                        "epoch>.checkpoint)")
+                self.out.text(f"Snapshot end offset: {int(m.group(1))}, epoch: {int(m.group(2))}")
+        elif name[:1].isdigit():
+            self.out.text(f"Log starting offset: {indexdump.base_offset_of(path)}")
         parser = o.parser
         with indexdump.MappedFile(path) as f:
             size = len(f)
