@@ -22,7 +22,7 @@ from kafkawire._fast.wire cimport (kw_be_i32, kw_be_u32, kw_be_i64, kw_varint32,
 import zlib
 from kafkawire.errors import CorruptRecordError
 
-__all__ = ["Record", "decode_records_v2", "decode_legacy_messages", "encode_records_v2"]
+__all__ = ["Record", "decode_records_v2", "iter_records_v2", "decode_legacy_messages", "encode_records_v2"]
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
@@ -152,164 +152,257 @@ cdef enum:
     HCACHE = 8
 
 
-def decode_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
-                      int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
-                      int timestamp_type):
-    """Decode ``count`` v2 records from ``buf[start:end]``; see ``kafkawire._pure.records``."""
+@cython.final
+cdef class RecordIterator:
+    """Lazy decoder of a v2 records region: yields one ``Record`` per ``next()``.
+
+    Returned by ``iter_records_v2``; holds the buffer until exhausted.  Decoding
+    one record at a time keeps few objects alive, which spares the cyclic GC.
+    """
     cdef Py_buffer view
+    cdef bint held
+    cdef object owner
     cdef const unsigned char *base
     cdef const unsigned char *p
     cdef const unsigned char *pend
-    cdef const unsigned char *rend
-    cdef const unsigned char *rstart
-    cdef const unsigned char *q
-    cdef int err = 0
-    cdef int32_t length, off_delta, klen, vlen, nh, hklen, hvlen
-    cdef int64_t ts_delta
-    cdef Py_ssize_t i, h
-    cdef bint lat = timestamp_type == 1
-    cdef Record r
-    cdef list out
-    cdef list headers
-    cdef object key, value, hkey, hval, tup
-    cdef object ts_name = LOG_APPEND_TIME if lat else CREATE_TIME
-    cdef list hcache = [None] * HCACHE
-    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
-    try:
-        if end < 0 or end > view.len:
-            end = view.len
+    cdef Py_ssize_t remaining
+    cdef int64_t base_offset, base_timestamp, max_timestamp
+    cdef bint lat
+    cdef object ts_name
+    cdef object last_ts
+    cdef int64_t last_ts_value
+    cdef list hcache
+    cdef object on_error
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
+            self.held = False
+
+    cdef int _open(self, object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+                   int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+                   int timestamp_type, object on_error) except -1:
+        PyObject_GetBuffer(buf, &self.view, PyBUF_SIMPLE)
+        self.held = True
+        self.owner = buf
+        self.on_error = on_error
+        if end < 0 or end > self.view.len:
+            end = self.view.len
         if start < 0:
             start = 0
         if start > end:
             start = end
+        self.base = <const unsigned char *>self.view.buf
+        self.p = self.base + start
+        self.pend = self.base + end
+        self.remaining = count
+        self.base_offset = base_offset
+        self.base_timestamp = base_timestamp
+        self.max_timestamp = max_timestamp
+        self.lat = timestamp_type == 1
+        self.ts_name = LOG_APPEND_TIME if self.lat else CREATE_TIME
+        self.last_ts = max_timestamp if self.lat else None
+        self.hcache = [None] * HCACHE
         if count < 0 or (count > 0 and count > (end - start) // 7):
-            raise _corrupt(f"record count {count} impossible for {end - start} bytes of records",
-                           start, base_offset, "count")
-        base = <const unsigned char *>view.buf
-        p = base + start
-        pend = base + end
-        out = PyList_New(count)
-        for i in range(count):
-            rstart = p
-            q = kw_varint32(p, pend, &length, &err)
-            if q == NULL:
-                raise _varint_error(err, p - base, None)
-            p = q
-            if length < 6:
-                raise _corrupt(f"record length {length} is invalid", rstart - base, None, "length")
-            if length > pend - p:
-                raise _corrupt(f"record length {length} runs past the end of the batch",
-                               rstart - base, None, "truncated")
-            rend = p + length
-            p += 1  # attributes: unused
-            q = kw_varint64(p, rend, &ts_delta, &err)
-            if q == NULL:
-                raise _varint_error(err, p - base, None)
-            p = q
-            q = kw_varint32(p, rend, &off_delta, &err)
-            if q == NULL:
-                raise _varint_error(err, p - base, None)
-            p = q
-            q = kw_varint32(p, rend, &klen, &err)
-            if q == NULL:
-                raise _varint_error(err, p - base, base_offset + off_delta)
-            p = q
-            if klen >= 0:
-                if klen > rend - p:
-                    raise _corrupt("key runs past the end of the record", p - base,
-                                   base_offset + off_delta, "truncated")
-                key = _mk_bytes(p, klen)
-                p += klen
-            elif klen == -1:
-                key = None
-            else:
-                raise _corrupt(f"invalid key length {klen}", p - base, base_offset + off_delta,
-                               "length")
-            q = kw_varint32(p, rend, &vlen, &err)
-            if q == NULL:
-                raise _varint_error(err, p - base, base_offset + off_delta)
-            p = q
-            if vlen >= 0:
-                if vlen > rend - p:
-                    raise _corrupt("value runs past the end of the record", p - base,
-                                   base_offset + off_delta, "truncated")
-                value = _mk_bytes(p, vlen)
-                p += vlen
-            elif vlen == -1:
-                value = None
-            else:
-                raise _corrupt(f"invalid value length {vlen}", p - base,
-                               base_offset + off_delta, "length")
-            q = kw_varint32(p, rend, &nh, &err)
-            if q == NULL:
-                raise _varint_error(err, p - base, base_offset + off_delta)
-            p = q
-            r = Record.__new__(Record)
-            if nh != 0:
-                if nh < 0 or nh > rend - p:
-                    raise _corrupt(f"invalid header count {nh}", p - base,
-                                   base_offset + off_delta, "length")
-                headers = PyList_New(nh)
-                for h in range(nh):
-                    q = kw_varint32(p, rend, &hklen, &err)
-                    if q == NULL:
-                        raise _varint_error(err, p - base, base_offset + off_delta)
-                    p = q
-                    if hklen < 0 or hklen > rend - p:
-                        raise _corrupt(f"invalid header key length {hklen}", p - base,
-                                       base_offset + off_delta, "length")
-                    hkey = None
-                    if h < HCACHE:
-                        hkey = hcache[h]
-                        if not (hkey is not None and PyUnicode_GET_LENGTH(hkey) == hklen
-                                and memcmp(PyUnicode_DATA(hkey), p, hklen) == 0):
-                            hkey = None
-                    if hkey is None:
-                        try:
-                            hkey = PyUnicode_DecodeUTF8(<const char *>p, hklen, NULL)
-                        except UnicodeDecodeError:
-                            raise _corrupt("header key is not valid UTF-8", p - base,
-                                           base_offset + off_delta, "utf8") from None
-                        if h < HCACHE and PyUnicode_IS_COMPACT_ASCII(hkey):
-                            hcache[h] = hkey
-                    p += hklen
-                    q = kw_varint32(p, rend, &hvlen, &err)
-                    if q == NULL:
-                        raise _varint_error(err, p - base, base_offset + off_delta)
-                    p = q
-                    if hvlen >= 0:
-                        if hvlen > rend - p:
-                            raise _corrupt("header value runs past the end of the record",
-                                           p - base, base_offset + off_delta, "truncated")
-                        hval = _mk_bytes(p, hvlen)
-                        p += hvlen
-                    elif hvlen == -1:
-                        hval = None
-                    else:
-                        raise _corrupt(f"invalid header value length {hvlen}", p - base,
-                                       base_offset + off_delta, "length")
-                    tup = (hkey, hval)
-                    Py_INCREF(tup)
-                    PyList_SET_ITEM(headers, h, tup)
-                r.headers = headers
-            if p != rend:
-                raise _corrupt(f"record declares {length} bytes but its fields use "
-                               f"{length - (rend - p)}", rstart - base, base_offset + off_delta,
-                               "length")
-            else:
-                r.headers = []
-            r.offset = base_offset + off_delta
-            r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
-            r.timestamp_type = ts_name
-            r.key = key
-            r.value = value
-            Py_INCREF(r)
-            PyList_SET_ITEM(out, i, r)
-        if p != pend:
-            raise _corrupt(f"{pend - p} bytes left after the batch's {count} records",
-                           p - base, None, "count")
-    finally:
-        PyBuffer_Release(&view)
+            self._fail(_corrupt(f"record count {count} impossible for {end - start} bytes "
+                                f"of records", start, base_offset, "count"))
+        return 0
+
+    cdef int _fail(self, object exc) except -1:
+        self.remaining = 0
+        self.p = self.pend
+        if self.held:
+            PyBuffer_Release(&self.view)
+            self.held = False
+        if self.on_error is not None:
+            exc = self.on_error(exc)
+        raise exc
+
+    cdef int _finish(self) except -1:
+        if self.held:
+            if self.p != self.pend:
+                self._fail(_corrupt(f"{self.pend - self.p} bytes left after the batch's records",
+                                    self.p - self.base, None, "count"))
+            PyBuffer_Release(&self.view)
+            self.held = False
+        return 0
+
+    cdef Record _next(self):
+        """Decode the record at self.p (the caller checked remaining > 0)."""
+        cdef const unsigned char *base = self.base
+        cdef const unsigned char *p = self.p
+        cdef const unsigned char *pend = self.pend
+        cdef const unsigned char *rend
+        cdef const unsigned char *rstart = p
+        cdef const unsigned char *q
+        cdef int err = 0
+        cdef int32_t length, off_delta, klen, vlen, nh, hklen, hvlen
+        cdef int64_t ts_delta, ts
+        cdef Py_ssize_t h
+        cdef Record r
+        cdef list headers
+        cdef object key, value, hkey, hval, tup
+        q = kw_varint32(p, pend, &length, &err)
+        if q == NULL:
+            self._fail(_varint_error(err, p - base, None))
+        p = q
+        if length < 6:
+            self._fail(_corrupt(f"record length {length} is invalid", rstart - base, None,
+                                "length"))
+        if length > pend - p:
+            self._fail(_corrupt(f"record length {length} runs past the end of the batch",
+                                rstart - base, None, "truncated"))
+        rend = p + length
+        p += 1  # attributes: unused
+        q = kw_varint64(p, rend, &ts_delta, &err)
+        if q == NULL:
+            self._fail(_varint_error(err, p - base, None))
+        p = q
+        q = kw_varint32(p, rend, &off_delta, &err)
+        if q == NULL:
+            self._fail(_varint_error(err, p - base, None))
+        p = q
+        q = kw_varint32(p, rend, &klen, &err)
+        if q == NULL:
+            self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
+        p = q
+        if klen >= 0:
+            if klen > rend - p:
+                self._fail(_corrupt("key runs past the end of the record", p - base,
+                                    self.base_offset + off_delta, "truncated"))
+            key = _mk_bytes(p, klen)
+            p += klen
+        elif klen == -1:
+            key = None
+        else:
+            self._fail(_corrupt(f"invalid key length {klen}", p - base,
+                                self.base_offset + off_delta, "length"))
+        q = kw_varint32(p, rend, &vlen, &err)
+        if q == NULL:
+            self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
+        p = q
+        if vlen >= 0:
+            if vlen > rend - p:
+                self._fail(_corrupt("value runs past the end of the record", p - base,
+                                    self.base_offset + off_delta, "truncated"))
+            value = _mk_bytes(p, vlen)
+            p += vlen
+        elif vlen == -1:
+            value = None
+        else:
+            self._fail(_corrupt(f"invalid value length {vlen}", p - base,
+                                self.base_offset + off_delta, "length"))
+        q = kw_varint32(p, rend, &nh, &err)
+        if q == NULL:
+            self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
+        p = q
+        r = Record.__new__(Record)
+        if nh != 0:
+            if nh < 0 or nh > rend - p:
+                self._fail(_corrupt(f"invalid header count {nh}", p - base,
+                                    self.base_offset + off_delta, "length"))
+            headers = PyList_New(nh)
+            for h in range(nh):
+                q = kw_varint32(p, rend, &hklen, &err)
+                if q == NULL:
+                    self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
+                p = q
+                if hklen < 0 or hklen > rend - p:
+                    self._fail(_corrupt(f"invalid header key length {hklen}", p - base,
+                                        self.base_offset + off_delta, "length"))
+                hkey = None
+                if h < HCACHE:
+                    hkey = self.hcache[h]
+                    if not (hkey is not None and PyUnicode_GET_LENGTH(hkey) == hklen
+                            and memcmp(PyUnicode_DATA(hkey), p, hklen) == 0):
+                        hkey = None
+                if hkey is None:
+                    try:
+                        hkey = PyUnicode_DecodeUTF8(<const char *>p, hklen, NULL)
+                    except UnicodeDecodeError:
+                        self._fail(_corrupt("header key is not valid UTF-8", p - base,
+                                            self.base_offset + off_delta, "utf8"))
+                    if h < HCACHE and PyUnicode_IS_COMPACT_ASCII(hkey):
+                        self.hcache[h] = hkey
+                p += hklen
+                q = kw_varint32(p, rend, &hvlen, &err)
+                if q == NULL:
+                    self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
+                p = q
+                if hvlen >= 0:
+                    if hvlen > rend - p:
+                        self._fail(_corrupt("header value runs past the end of the record",
+                                            p - base, self.base_offset + off_delta, "truncated"))
+                    hval = _mk_bytes(p, hvlen)
+                    p += hvlen
+                elif hvlen == -1:
+                    hval = None
+                else:
+                    self._fail(_corrupt(f"invalid header value length {hvlen}", p - base,
+                                        self.base_offset + off_delta, "length"))
+                tup = (hkey, hval)
+                Py_INCREF(tup)
+                PyList_SET_ITEM(headers, h, tup)
+            r.headers = headers
+        else:
+            r.headers = []
+        if p != rend:
+            self._fail(_corrupt(f"record declares {length} bytes but its fields use "
+                                f"{length - (rend - p)}", rstart - base,
+                                self.base_offset + off_delta, "length"))
+        self.p = p
+        r.offset = self.base_offset + off_delta
+        if self.lat:
+            r.timestamp = self.last_ts
+        else:
+            ts = self.base_timestamp + ts_delta
+            if self.last_ts is None or ts != self.last_ts_value:
+                self.last_ts = ts
+                self.last_ts_value = ts
+            r.timestamp = self.last_ts
+        r.timestamp_type = self.ts_name
+        r.key = key
+        r.value = value
+        return r
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.remaining <= 0:
+            self._finish()
+            raise StopIteration
+        self.remaining -= 1
+        return self._next()
+
+
+def iter_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+                    int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+                    int timestamp_type, on_error=None):
+    """Lazy ``decode_records_v2``: an iterator of ``Record``s; see ``kafkawire._pure.records``."""
+    cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+    it._open(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+             timestamp_type, on_error)
+    return it
+
+
+def decode_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+                      int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+                      int timestamp_type, on_error=None):
+    """Decode ``count`` v2 records from ``buf[start:end]``; see ``kafkawire._pure.records``."""
+    cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+    cdef Py_ssize_t i
+    cdef list out
+    cdef Record r
+    it._open(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+             timestamp_type, on_error)
+    out = PyList_New(count)
+    for i in range(count):
+        it.remaining -= 1
+        r = it._next()
+        Py_INCREF(r)
+        PyList_SET_ITEM(out, i, r)
+    it._finish()
     return out
 
 

@@ -34,6 +34,13 @@ Kernels (same names and signatures in both backends):
     for the caller to decompress and recurse into.  ``check_crc`` verifies
     each message's CRC-32.  Malformed input raises ``CorruptRecordError``.
 
+``iter_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp, timestamp_type, on_error=None)``
+    The same decode, lazily: an iterator yielding one ``Record`` at a time
+    (errors surface when the bad record is reached).  ``decode_records_v2``
+    takes the same ``on_error``: a callable mapping the kernel's
+    ``CorruptRecordError`` to the exception to raise (callers relocate
+    positions with it).
+
 ``encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers) -> bytes``
     Encode records for a v2 batch's records region (what goes after the
     61-byte header, before compression).  The five arguments are sequences of
@@ -53,7 +60,7 @@ import zlib
 
 from kafkawire.errors import CorruptRecordError
 
-__all__ = ["Record", "decode_records_v2", "decode_legacy_messages", "encode_records_v2"]
+__all__ = ["Record", "decode_records_v2", "iter_records_v2", "decode_legacy_messages", "encode_records_v2"]
 
 _TS_NAMES = ("CreateTime", "LogAppendTime")
 
@@ -132,17 +139,52 @@ def _bounds(buf, start, end):
 
 
 def decode_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
-                      timestamp_type):
+                      timestamp_type, on_error=None):
     """Decode ``count`` v2 records from ``buf[start:end]``; see the module docstring."""
+    try:
+        return _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+                          timestamp_type, False)
+    except CorruptRecordError as exc:
+        if on_error is None:
+            raise
+        raise on_error(exc) from None
+
+
+def iter_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+                    timestamp_type, on_error=None):
+    """Lazy ``decode_records_v2``: an iterator of ``Record``s; see the module docstring."""
+    gen = _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+                     timestamp_type, True)
+    if on_error is None:
+        return gen
+    return _relocating(gen, on_error)
+
+
+def _relocating(gen, on_error):
+    try:
+        yield from gen
+    except CorruptRecordError as exc:
+        raise on_error(exc) from None
+
+
+def _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+               timestamp_type, lazy):
+    if lazy:
+        return _gen_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+                       timestamp_type)
+    return list(_gen_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+                        timestamp_type))
+
+
+def _gen_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+            timestamp_type):
     buf = _view(buf)
     start, end = _bounds(buf, start, end)
-    if count < 0 or count > (end - start) // 7 + (1 if count == 0 else 0):
+    if count < 0 or (count > 0 and count > (end - start) // 7):
         raise _corrupt(f"record count {count} impossible for {end - start} bytes of records",
                        start, base_offset, "count")
     lat = timestamp_type == 1
     ts_name = _TS_NAMES[1 if lat else 0]
-    out = []
-    append = out.append
     pos = start
     varint = _varint
     for _ in range(count):
@@ -215,11 +257,10 @@ def decode_records_v2(buf, start, end, count, base_offset, base_timestamp, max_t
         r.key = key
         r.value = value
         r.headers = headers
-        append(r)
+        yield r
     if pos != end:
         raise _corrupt(f"{end - pos} bytes left after the batch's {count} records", pos,
                        None, "count")
-    return out
 
 
 _LEGACY_HEAD = struct.Struct(">qiIbb")

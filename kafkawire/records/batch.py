@@ -176,18 +176,24 @@ class RecordBatch:
                             reason=exc.reason) from None
         return data, 0, len(data), True
 
+    def _args(self):
+        buf, start, end, compressed = self._payload()
+        if compressed:
+            def on_error(exc, batch=self):
+                return _relocate(exc, batch, True)
+        else:
+            def on_error(exc, batch=self):
+                return _relocate(exc, batch, False)
+        return (buf, start, end, self.record_count, self.base_offset, self.first_timestamp,
+                self.max_timestamp, 1 if self.attributes & C.TIMESTAMP_TYPE_MASK else 0, on_error)
+
     def records(self) -> List:
         """Decode every record (decompressing first if needed) into a new list."""
-        buf, start, end, compressed = self._payload()
-        try:
-            return K.decode_records_v2(buf, start, end, self.record_count, self.base_offset,
-                                       self.first_timestamp, self.max_timestamp,
-                                       1 if self.attributes & C.TIMESTAMP_TYPE_MASK else 0)
-        except CorruptRecordError as exc:
-            raise _relocate(exc, self, compressed) from None
+        return K.decode_records_v2(*self._args())
 
     def __iter__(self) -> Iterator:
-        return iter(self.records())
+        """Decode lazily, one record per step (cheaper than ``records()`` when streaming)."""
+        return K.iter_records_v2(*self._args())
 
     def compute_crc(self) -> int:
         """CRC-32C of the batch from its attributes to its end."""

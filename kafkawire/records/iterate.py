@@ -54,8 +54,9 @@ class BatchIterator:
         self.stop_position: int = base_position + start
         self._gen = self._run()
 
-    def __iter__(self) -> "BatchIterator":
-        return self
+    def __iter__(self):
+        # The generator itself, so a for loop pays no Python-level __next__ per batch.
+        return self._gen
 
     def __next__(self) -> Union[RecordBatch, LegacyBatch]:
         return next(self._gen)
