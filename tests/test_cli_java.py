@@ -46,8 +46,12 @@ def mixed_segment() -> bytes:
                              coordinator_epoch=9, timestamp=1_800_000_000_001))
     out.append(control_batch("commit", base_offset=off + 2, producer_id=5, producer_epoch=0,
                              coordinator_epoch=9, timestamp=1_800_000_000_002))
+    b = BatchBuilder(base_offset=off + 3, delete_horizon=1_900_000_000_000)
+    b.append(None, key=b"gone", timestamp=1_800_000_000_010)
+    b.append(b"kept", key=b"k", timestamp=1_800_000_000_011)
+    out.append(b.build())
     data = b"".join(out)
-    return data + out[-3][:40]   # a partial tail, as after a crash
+    return data + out[-4][:40]   # a partial tail, as after a crash
 
 
 @pytest.mark.one_backend
