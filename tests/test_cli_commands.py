@@ -197,3 +197,18 @@ def test_installed_entry_point_smoke(tmp_path):
         assert p.returncode == 1 and b"Traceback" not in p.stderr and p.stderr.count(b"\n") == 1
     if not exe:
         pytest.skip("the kafkawire console script is not installed here (CI installs the wheel)")
+
+
+def test_stats_partition_metadata_and_leftovers(capsys, tmp_path):
+    folder = write_partition(str(tmp_path / "t-0"), n_batches=2)
+    with open(os.path.join(folder, "partition.metadata"), "w") as f:
+        f.write("version: 0\ntopic_id: abcdEFGH1234567890abcd\n")
+    with open(os.path.join(folder, "leader-epoch-checkpoint"), "w") as f:
+        f.write("0\n2\n0 0\n3 20\n")
+    with open(os.path.join(folder, "00000000000000000000.log.deleted"), "wb") as f:
+        f.write(b"junk that must not be read")
+    code, out, err = run(capsys, "stats", folder, "--json")
+    assert code == 0, err
+    o = json.loads(out)
+    assert o["topicId"] == "abcdEFGH1234567890abcd" and o["leaderEpochs"] == [[0, 0], [3, 20]]
+    assert o["ignoredFiles"] == ["00000000000000000000.log.deleted"] and o["records"] == 40

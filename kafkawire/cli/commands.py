@@ -47,6 +47,9 @@ class PartitionStats:
     control_batches: int = 0
     transactional_batches: int = 0
     invalid_bytes: int = 0
+    topic_id: Optional[str] = None
+    leader_epochs: List[Any] = field(default_factory=list)
+    ignored_files: List[str] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
 
     @property
@@ -94,7 +97,9 @@ class PartitionStats:
                 "compressionRatio": self.compression_ratio,
                 "controlBatches": self.control_batches,
                 "transactionalBatches": self.transactional_batches,
-                "invalidBytes": self.invalid_bytes, "errors": self.errors}
+                "invalidBytes": self.invalid_bytes, "topicId": self.topic_id,
+                "leaderEpochs": [list(e) for e in self.leader_epochs],
+                "ignoredFiles": self.ignored_files, "errors": self.errors}
 
     def as_text(self) -> str:
         codecs = ", ".join(f"{k} {v}" for k, v in sorted(self.codecs.items())) or "-"
@@ -114,8 +119,14 @@ class PartitionStats:
                                  or "-")
                  + f"  transactional batches: {self.transactional_batches}  "
                    f"control batches: {self.control_batches}"]
+        if self.topic_id or self.leader_epochs:
+            epochs = ", ".join(f"{e}@{o}" for e, o in self.leader_epochs) or "-"
+            lines.append(f"  topic id: {self.topic_id or '-'}  leader epochs (epoch@start offset): "
+                         f"{epochs}")
         if self.invalid_bytes:
             lines.append(f"  invalid bytes: {self.invalid_bytes}")
+        if self.ignored_files:
+            lines.append(f"  ignored (.deleted/.cleaned/.swap leftovers): {len(self.ignored_files)}")
         lines.extend(f"  error: {e}" for e in self.errors)
         return "\n".join(lines)
 
@@ -151,6 +162,8 @@ def uncompressed_size(batch: Any) -> Optional[int]:
 def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> PartitionStats:
     import kafkawire
     st = PartitionStats(target.name, target.path)
+    if target.logs is None:
+        _partition_metadata(st)
     for log_path in target.log_files():
         st.segments += 1
         if bar is not None:
@@ -178,6 +191,24 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
         if bar is not None:
             bar.advance(os.path.getsize(log_path))
     return st
+
+
+def _partition_metadata(st: PartitionStats) -> None:
+    """Topic id, leader epochs and ignored leftovers of a partition folder (best effort)."""
+    from kafkawire.log import files as F
+    try:
+        pf = F.list_partition(st.path)
+    except OSError as e:
+        st.errors.append(f"{st.path}: {e}")
+        return
+    st.ignored_files = [os.path.basename(p) for p in pf.leftovers]
+    try:
+        if pf.partition_metadata:
+            st.topic_id = F.read_partition_metadata(pf.partition_metadata).get("topic_id")
+        if pf.leader_epoch_checkpoint:
+            st.leader_epochs = F.read_leader_epoch_checkpoint(pf.leader_epoch_checkpoint)
+    except (OSError, ValueError) as e:
+        st.errors.append(f"{st.path}: {e}")
 
 
 def stats(paths: Sequence[str], *, json_mode: bool = False, progress: bool = True) -> int:
