@@ -26,6 +26,7 @@ def make_session(master: str = "local[2]", app: str = "kafkawire", conf=None):
     from pyspark.sql import SparkSession
     builder = (SparkSession.builder.master(master).appName(app)
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
                .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable))
