@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The main job: a virtual environment with kafkawire and Spark, then the demo pipeline in local mode
+# (sample log.dirs written by LogWriter -> Spark -> per-partition summary + Parquet).
+# Needs Python >= 3.9 with venv, a C compiler and Java 17. Extra arguments go to the demo, e.g.
+#   bash scripts/demo.sh --master spark://host:7077 --out /shared/kafkawire-demo
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-python3}
+VENV=${KAFKAWIRE_DEMO_VENV:-$ROOT/.venv}
+
+command -v java >/dev/null 2>&1 || { echo "demo.sh: Spark needs Java 17 on PATH (e.g. apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 9))' || { echo "demo.sh: Python >= 3.9 needed ($PY)" >&2; exit 1; }
+
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q "$ROOT[spark,zstd]"
+
+# Run outside the source tree so the installed (compiled) package is the one imported.
+cd "$VENV"
+exec "$VENV/bin/python" -m kafkawire.spark.demo --out "$ROOT/build/kafkawire-demo" "$@"
