@@ -7,9 +7,9 @@ from kafkawire._fast.wire cimport kw_uvarint64
 
 from kafkawire.errors import CorruptRecordError
 
-__all__ = ["read_varint", "read_varlong", "read_uvarint", "read_uvarlong",
-           "write_varint", "write_varlong", "write_uvarint", "write_uvarlong",
-           "size_of_varint", "size_of_varlong", "size_of_uvarint"]
+__all__ = ["read_varint", "read_varlong", "read_unsigned_varint", "read_unsigned_varlong",
+           "write_varint", "write_varlong", "write_unsigned_varint", "write_unsigned_varlong",
+           "size_of_varint", "size_of_varlong", "size_of_unsigned_varint"]
 
 
 cdef object _read(object buf, Py_ssize_t pos, int maxbytes, uint64_t *out):
@@ -36,14 +36,14 @@ cdef object _read(object buf, Py_ssize_t pos, int maxbytes, uint64_t *out):
     return pos + (q - (p + pos))
 
 
-def read_uvarint(buf, Py_ssize_t pos):
+def read_unsigned_varint(buf, Py_ssize_t pos):
     """Unsigned 32-bit varint at ``pos`` -> ``(value, next_pos)``."""
     cdef uint64_t v
     nxt = _read(buf, pos, 5, &v)
     return <uint64_t>(v & 0xFFFFFFFF), nxt
 
 
-def read_uvarlong(buf, Py_ssize_t pos):
+def read_unsigned_varlong(buf, Py_ssize_t pos):
     """Unsigned 64-bit varint at ``pos`` -> ``(value, next_pos)``."""
     cdef uint64_t v
     nxt = _read(buf, pos, 10, &v)
@@ -77,13 +77,13 @@ cdef bytes _write(uint64_t v):
     return PyBytes_FromStringAndSize(<char *>tmp, n + 1)
 
 
-def write_uvarint(value):
+def write_unsigned_varint(value):
     if not 0 <= value <= 0xFFFFFFFF:
         raise ValueError(f"unsigned varint out of range: {value}")
     return _write(<uint64_t>value)
 
 
-def write_uvarlong(value):
+def write_unsigned_varlong(value):
     if not 0 <= value <= 0xFFFFFFFFFFFFFFFF:
         raise ValueError(f"unsigned varlong out of range: {value}")
     return _write(<uint64_t>value)
@@ -103,7 +103,7 @@ def write_varlong(value):
     return _write((<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
 
 
-def size_of_uvarint(value):
+def size_of_unsigned_varint(value):
     """Bytes needed for an unsigned varint/varlong."""
     cdef uint64_t v = value
     cdef int n = 1
@@ -115,9 +115,9 @@ def size_of_uvarint(value):
 
 def size_of_varint(value):
     cdef int32_t v = value
-    return size_of_uvarint((<unsigned int>v << 1) ^ <unsigned int>(v >> 31))
+    return size_of_unsigned_varint((<unsigned int>v << 1) ^ <unsigned int>(v >> 31))
 
 
 def size_of_varlong(value):
     cdef int64_t v = value
-    return size_of_uvarint((<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
+    return size_of_unsigned_varint((<uint64_t>v << 1) ^ <uint64_t>(v >> 63))

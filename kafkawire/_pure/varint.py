@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from kafkawire.errors import CorruptRecordError
 
-__all__ = ["read_varint", "read_varlong", "read_uvarint", "read_uvarlong",
-           "write_varint", "write_varlong", "write_uvarint", "write_uvarlong",
-           "size_of_varint", "size_of_varlong", "size_of_uvarint"]
+__all__ = ["read_varint", "read_varlong", "read_unsigned_varint", "read_unsigned_varlong",
+           "write_varint", "write_varlong", "write_unsigned_varint", "write_unsigned_varlong",
+           "size_of_varint", "size_of_varlong", "size_of_unsigned_varint"]
 
 
 def _read_unsigned(buf, pos: int, max_bytes: int):
@@ -40,13 +40,13 @@ def _view(buf):
     return buf if isinstance(buf, (bytes, bytearray)) else memoryview(buf).cast("B")
 
 
-def read_uvarint(buf, pos: int):
+def read_unsigned_varint(buf, pos: int):
     """Unsigned 32-bit varint at ``pos`` -> ``(value, next_pos)``."""
     v, pos = _read_unsigned(_view(buf), pos, 5)
     return v & 0xFFFFFFFF, pos
 
 
-def read_uvarlong(buf, pos: int):
+def read_unsigned_varlong(buf, pos: int):
     """Unsigned 64-bit varint at ``pos`` -> ``(value, next_pos)``."""
     v, pos = _read_unsigned(_view(buf), pos, 10)
     return v & 0xFFFFFFFFFFFFFFFF, pos
@@ -75,13 +75,13 @@ def _write_unsigned(v: int) -> bytes:
     return bytes(out)
 
 
-def write_uvarint(value: int) -> bytes:
+def write_unsigned_varint(value: int) -> bytes:
     if not 0 <= value <= 0xFFFFFFFF:
         raise ValueError(f"unsigned varint out of range: {value}")
     return _write_unsigned(value)
 
 
-def write_uvarlong(value: int) -> bytes:
+def write_unsigned_varlong(value: int) -> bytes:
     if not 0 <= value <= 0xFFFFFFFFFFFFFFFF:
         raise ValueError(f"unsigned varlong out of range: {value}")
     return _write_unsigned(value)
@@ -99,7 +99,7 @@ def write_varlong(value: int) -> bytes:
     return _write_unsigned(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
-def size_of_uvarint(value: int) -> int:
+def size_of_unsigned_varint(value: int) -> int:
     """Bytes needed for an unsigned varint/varlong."""
     n = 1
     while value >= 0x80:
@@ -109,8 +109,8 @@ def size_of_uvarint(value: int) -> int:
 
 
 def size_of_varint(value: int) -> int:
-    return size_of_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+    return size_of_unsigned_varint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def size_of_varlong(value: int) -> int:
-    return size_of_uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+    return size_of_unsigned_varint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
