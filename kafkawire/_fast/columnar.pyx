@@ -830,6 +830,8 @@ def columnar_scan(ColumnBuilder builder, buf, Py_ssize_t pos, Py_ssize_t end,
     cdef Py_ssize_t p = pos, idx = rec_index, rp = rec_pos
     cdef State* S = &builder.S
     cdef int r
+    if rec_index < 0 or (rec_index > 0 and not pos < rec_pos <= end):
+        raise ValueError("rec_index/rec_pos must come from a previous FULL result")
     if n == 0:
         return (ST_DONE, 0, 0, 0)
     adopt_cache(S)
@@ -939,8 +941,8 @@ def columnar_payload(ColumnBuilder builder, buf, Py_ssize_t pos, payload,
     cdef int r, magic
     if pos < 0 or n - pos < 17:
         raise ValueError(f"no batch header at position {pos}")
-    if rec_pos < 0 or rec_pos > pn:
-        raise ValueError("rec_pos is outside the payload")
+    if rec_pos < 0 or rec_pos > pn or rec_index < 0:
+        raise ValueError("rec_index/rec_pos must come from a previous FULL result")
     d = &v[0]
     magic = <int8_t>d[pos + 16]
     adopt_cache(S)

@@ -382,6 +382,8 @@ def columnar_scan(builder: ColumnBuilder, buf: Any, pos: int, end: int,
     n = len(d)
     if end < 0 or end > n or pos < 0 or pos > end:
         raise ValueError(f"range [{pos}, {end}) is outside the buffer of {n} bytes")
+    if rec_index < 0 or (rec_index > 0 and not pos < rec_pos <= end):
+        raise ValueError("rec_index/rec_pos must come from a previous FULL result")
     if n == 0:
         return (_C.DONE, 0, 0, 0)
     try:
@@ -470,8 +472,8 @@ def columnar_payload(builder: ColumnBuilder, buf: Any, pos: int, payload: Any,
     n = len(d)
     if pos < 0 or n - pos < 17:
         raise ValueError(f"no batch header at position {pos}")
-    if rec_pos < 0 or rec_pos > len(pd):
-        raise ValueError("rec_pos is outside the payload")
+    if rec_pos < 0 or rec_pos > len(pd) or rec_index < 0:
+        raise ValueError("rec_index/rec_pos must come from a previous FULL result")
     magic = struct.unpack_from(">b", d, pos + 16)[0]
     try:
         if magic == 2:
