@@ -57,37 +57,49 @@ def _records(batches, control=True):
     return [r for b in batches if control or not b["control"] for r in b["records"]]
 
 
+def _multi(java_runner, commands):
+    """Run several helper commands in one JVM; their outputs, in order."""
+    text = "\n".join(" ".join(map(str, c)) for c in commands) + "\n"
+    out = java_runner.run(HELPER, "multi", input=text.encode()).stdout.decode()
+    parts = out.split("END\n")
+    assert len(parts) == len(commands) + 1
+    return parts[:-1]
+
+
 @pytest.fixture(scope="module")
 def kafka_folders(java_runner, tmp_path_factory):
     """Every config written by Kafka's classes, with Kafka's answers to lookups."""
     root = tmp_path_factory.mktemp("kafka-logs")
     rnd = random.Random(7)
-    out = {}
-    for name, opts in CONFIGS.items():
-        d = root / f"{name}-0"
-        segs, batches, aborted = parse_java(java_runner.run(HELPER, "write", str(d), *opts.split()).stdout)
+    dirs = {name: str(root / f"{name}-0") for name in CONFIGS}
+    written = _multi(java_runner, [["write", dirs[n]] + CONFIGS[n].split() for n in CONFIGS])
+    out, lookups = {}, []
+    for name, text in zip(CONFIGS, written):
+        segs, batches, aborted = parse_java(text)
         recs = _records(batches)
         offsets = [r[0] for r in recs]
         lo, hi = offsets[0], offsets[-1]
         targets = sorted(set(rnd.sample(range(max(lo - 3, 0), hi + 3), min(250, hi - lo + 6))
                              + [lo, hi, hi + 1, 0]))
-        answers = {}
-        for line in java_runner.run(HELPER, "offsetlookup", str(d), *map(str, targets)).stdout.decode().splitlines():
-            _, t, seg, pos = line.split()
-            answers[int(t)] = None if seg == "-1" else (int(seg), int(pos))
         stamps = sorted({r[1] for r in recs if r[1] >= 0})
-        tt = []
         if stamps:
             tt = sorted(set(rnd.sample(stamps, min(150, len(stamps)))
                             + [stamps[0] - 10, stamps[-1], stamps[-1] + 1] + [s + 1 for s in stamps[:20:3]]))
         else:
             tt = [0, 1700000000000]
-        tanswers = {}
-        for line in java_runner.run(HELPER, "timelookup", str(d), *map(str, tt)).stdout.decode().splitlines():
+        lookups += [["offsetlookup", dirs[name]] + targets, ["timelookup", dirs[name]] + tt]
+        out[name] = dict(dir=dirs[name], segs=segs, batches=batches, aborted=aborted, records=recs)
+    answers = _multi(java_runner, lookups)
+    for i, name in enumerate(CONFIGS):
+        oa, ta = {}, {}
+        for line in answers[2 * i].splitlines():
+            _, t, seg, pos = line.split()
+            oa[int(t)] = None if seg == "-1" else (int(seg), int(pos))
+        for line in answers[2 * i + 1].splitlines():
             _, t, off, ts = line.split()
-            tanswers[int(t)] = None if off == "-1" else (int(off), int(ts))
-        out[name] = dict(dir=str(d), segs=segs, batches=batches, aborted=aborted, records=recs,
-                         offset_answers=answers, time_answers=tanswers)
+            ta[int(t)] = None if off == "-1" else (int(off), int(ts))
+        out[name]["offset_answers"] = oa
+        out[name]["time_answers"] = ta
     return out
 
 

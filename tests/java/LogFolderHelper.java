@@ -37,6 +37,7 @@ import java.util.Random;
  *   java LogFolderHelper timelookup DIR T...      Kafka's fetchOffsetByTimestamp (time index + offset index
  *                                                  + FileRecords.searchForTimestamp)
  *   java LogFolderHelper bench DIR SECONDS        deep record iteration with FileRecords, records/s
+ *   java LogFolderHelper multi                    the commands above, one per stdin line, each output ending "END"
  * </pre>
  * Output lines: {@code S base} (segment), {@code B segBase position size base last magic maxTs ctrl txn pid},
  * {@code R offset timestamp keyhex valuehex}, {@code A pid first last lso} (aborted transaction).
@@ -45,6 +46,22 @@ public class LogFolderHelper {
     static final StringBuilder OUT = new StringBuilder();
 
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("multi")) {
+            // one command per stdin line (space-separated args), each output followed by "END"
+            java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (line.isBlank()) continue;
+                run(line.trim().split(" +"));
+                OUT.append("END\n");
+            }
+        } else {
+            run(args);
+        }
+        System.out.print(OUT);
+    }
+
+    static void run(String[] args) throws Exception {
         switch (args[0]) {
             case "write": write(new File(args[1]), parse(args, 2)); break;
             case "read": read(new File(args[1])); break;
@@ -53,7 +70,6 @@ public class LogFolderHelper {
             case "bench": bench(new File(args[1]), Double.parseDouble(args[2])); break;
             default: throw new IllegalArgumentException("unknown mode " + args[0]);
         }
-        System.out.print(OUT);
     }
 
     static Map<String, String> parse(String[] args, int from) {
