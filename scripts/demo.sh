@@ -12,8 +12,9 @@ command -v java >/dev/null 2>&1 || { echo "demo.sh: Spark needs Java 17 on PATH 
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 9))' || { echo "demo.sh: Python >= 3.9 needed ($PY)" >&2; exit 1; }
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q "$ROOT[spark,zstd]"
+echo "demo.sh: installing kafkawire[spark,zstd] into $VENV (log: $VENV/pip.log)" >&2
+{ "$VENV/bin/python" -m pip install --upgrade pip && "$VENV/bin/python" -m pip install "$ROOT[spark,zstd]"; } \
+  >"$VENV/pip.log" 2>&1 || { tail -40 "$VENV/pip.log" >&2; echo "demo.sh: pip install failed" >&2; exit 1; }
 
 # Run outside the source tree so the installed (compiled) package is the one imported.
 cd "$VENV"
