@@ -31,8 +31,9 @@ STRUCT, NSTRUCT = 26, 27
 
 CODE_NAMES = {v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int)}
 
-#: Attribute holding a struct's unknown tagged fields: a list of (tag, bytes).
-UNKNOWN_TAGS = "unknown_tagged_fields"
+#: Slot holding a struct's unknown tagged fields, a list of (tag, bytes); unset when
+#: there are none (structs expose it as ``unknown_tagged_fields``).
+UNKNOWN_TAGS = "_unknown_tags"
 
 
 class MessageDecodeError(ProtocolError):

@@ -18,13 +18,20 @@ from cpython.ref cimport Py_INCREF, Py_DECREF
 cdef extern from "Python.h":
     int PyObject_GenericSetDict(object o, object value, void* context) except -1
     object PyType_GenericAlloc(object tp, Py_ssize_t nitems)
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
 
 import struct as _struct
 import uuid as _uuid
 
 from kafkawire._protocol_common import MessageDecodeError, UNKNOWN_TAGS
 
-__all__ = ["decode_struct", "encode_struct", "read_uvarint"]
+__all__ = ["decode_struct", "encode_struct", "encode_message", "read_uvarint"]
+
+DEF SPLICE_MIN = 65536
 
 # codes (see kafkawire/_protocol_common.py; a test checks they agree)
 DEF C_BOOL = 0
@@ -275,15 +282,66 @@ cdef object _dec_value(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end,
     raise MessageDecodeError(f"unknown field code {code}", position=pos)
 
 
+cdef dict _offset_cache = {}
+
+
+cdef Py_ssize_t _slot_offset(object cls, object name):
+    """Byte offset of slot ``name`` in instances of ``cls``, or -1 (use setattr)."""
+    for klass in cls.__mro__:
+        descr = klass.__dict__.get(name)
+        if descr is not None:
+            if type(descr).__name__ == "member_descriptor" and type(descr).__module__ == "builtins":
+                return (<PyMemberDescrObject*>descr).d_member.offset
+            return -1
+    return -1
+
+
+cdef tuple _offsets(tuple prog):
+    """Per program: slot offsets of its wire fields and of its defaults (cached)."""
+    cdef object r = _offset_cache.get(id(prog))
+    if r is None or (<tuple>r)[0] is not prog:
+        cls = prog[0]
+        r = (prog, tuple([_slot_offset(cls, op[0]) for op in <tuple>prog[1]]),
+             tuple([_slot_offset(cls, op[0]) for op in <tuple>prog[4]]))
+        _offset_cache[id(prog)] = r
+    return <tuple>r
+
+
+cdef inline int _store(object obj, Py_ssize_t off, object name, object value) except -1:
+    cdef PyObject** slot
+    cdef PyObject* old
+    if off < 0:
+        return PyObject_GenericSetAttr(obj, name, value)
+    slot = <PyObject**>((<char*><PyObject*>obj) + off)
+    old = slot[0]
+    Py_INCREF(value)
+    slot[0] = <PyObject*>value
+    if old != NULL:
+        Py_DECREF(<object>old)
+    return 0
+
+
 cdef object _dec_struct(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end, tuple prog,
                         object mv):
-    cdef dict d = {}
+    # Attributes go straight onto a fresh instance (CPython keeps them in the
+    # class's shared-key storage: no per-object dict to build, rehash or free).
+    # Defaults first: fields absent in this version, tagged fields not sent.
     cdef tuple op
     cdef Py_ssize_t count, i, size, tag, start
-    cdef object known, obj, unknown = None, factory
-    cdef tuple ops = <tuple>prog[1]
-    for op in ops:
-        d[op[0]] = _dec_value(p, ppos, end, <int>op[1], op[2], mv)
+    cdef object known, unknown = None, factory
+    cdef object obj = PyType_GenericAlloc(prog[0], 0)
+    cdef tuple offs = _offsets(prog)
+    cdef tuple op_offs = <tuple>offs[1]
+    cdef tuple def_offs = <tuple>offs[2]
+    cdef Py_ssize_t k = 0
+    for op in <tuple>prog[4]:
+        factory = op[2]
+        _store(obj, <Py_ssize_t>def_offs[k], op[0], op[1] if factory is None else factory())
+        k += 1
+    k = 0
+    for op in <tuple>prog[1]:
+        _store(obj, <Py_ssize_t>op_offs[k], op[0], _dec_value(p, ppos, end, <int>op[1], op[2], mv))
+        k += 1
     if prog[5]:
         count = _uvar(p, ppos, end)
         for i in range(count):
@@ -300,27 +358,15 @@ cdef object _dec_struct(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end
                     unknown = []
                 unknown.append((tag, PyBytes_FromStringAndSize(<const char*>(p + start), size)))
             else:
-                d[(<tuple>known)[0]] = _dec_value(p, ppos, start + size, <int>(<tuple>known)[1],
-                                                  (<tuple>known)[2], mv)
+                PyObject_GenericSetAttr(obj, (<tuple>known)[0], _dec_value(
+                    p, ppos, start + size, <int>(<tuple>known)[1], (<tuple>known)[2], mv))
                 if ppos[0] != start + size:
                     raise MessageDecodeError(
                         f"tagged field {tag} ({(<tuple>known)[0]}) used {ppos[0] - start} of "
                         f"its {size} bytes", position=start, reason="tag")
             ppos[0] = start + size
         if unknown is not None:
-            d[UNKNOWN_TAGS] = unknown
-    for op in <tuple>prog[4]:
-        if op[0] not in d:
-            factory = op[2]
-            d[op[0]] = op[1] if factory is None else factory()
-    return _new_struct(prog[0], d)
-
-
-cdef object _new_struct(object cls, dict d):
-    """An instance of the (plain Python) struct class with ``d`` as its __dict__,
-    without running __init__: what ``object.__new__`` + ``obj.__dict__ = d`` do."""
-    obj = PyType_GenericAlloc(cls, 0)
-    PyObject_GenericSetDict(obj, d, NULL)
+            PyObject_GenericSetAttr(obj, UNKNOWN_TAGS, unknown)
     return obj
 
 
@@ -415,7 +461,7 @@ cdef int _put_len(bytearray out, Py_ssize_t n, bint compact, bint wide) except -
     return _put_be(out, <uint16_t><int16_t>n, 2)
 
 
-cdef int _enc_value(bytearray out, object v, int code, object arg) except -1:
+cdef int _enc_value(bytearray out, object v, int code, object arg, list splices) except -1:
     cdef bint compact
     cdef bytes b
     cdef Py_buffer view
@@ -469,10 +515,10 @@ cdef int _enc_value(bytearray out, object v, int code, object arg) except -1:
         earg = (<tuple>arg)[1]
         if ecode == C_STRUCT:
             for item in v:
-                _enc_struct(out, item, <tuple>earg)
+                _enc_struct(out, item, <tuple>earg, splices)
         else:
             for item in v:
-                _enc_value(out, item, ecode, earg)
+                _enc_value(out, item, ecode, earg, splices)
         return 0
     if code >= C_BYTES and code <= C_CRECORDS:
         compact = code == C_CBYTES or code == C_CNBYTES or code == C_CRECORDS
@@ -483,17 +529,21 @@ cdef int _enc_value(bytearray out, object v, int code, object arg) except -1:
         PyObject_GetBuffer(v, &view, PyBUF_SIMPLE)
         try:
             _put_len(out, view.len, compact, True)
-            _put(out, view.buf, view.len)
+            if splices is not None and view.len >= SPLICE_MIN:
+                # big record sections are copied once, into the final bytes
+                splices.append((PyByteArray_GET_SIZE(out), v, view.len))
+            else:
+                _put(out, view.buf, view.len)
         finally:
             PyBuffer_Release(&view)
         return 0
     if code == C_STRUCT:
-        return _enc_struct(out, v, <tuple>arg)
+        return _enc_struct(out, v, <tuple>arg, splices)
     if code == C_NSTRUCT:
         if v is None:
             return _put_be(out, 0xFF, 1)
         _put_be(out, 1, 1)
-        return _enc_struct(out, v, <tuple>arg)
+        return _enc_struct(out, v, <tuple>arg, splices)
     if code == C_UUID:
         if isinstance(v, _UUID):
             b = v.bytes
@@ -514,34 +564,54 @@ cdef int _enc_value(bytearray out, object v, int code, object arg) except -1:
     raise ValueError(f"unknown field code {code}")
 
 
-cdef int _enc_struct(bytearray out, object obj, tuple prog) except -1:
-    cdef dict d
+cdef int _enc_struct(bytearray out, object obj, tuple prog, list splices) except -1:
     cdef tuple op
     cdef list fields
     cdef bytearray tmp
     if isinstance(obj, dict):
-        d = <dict>obj
-    else:
-        d = obj.__dict__
+        return _enc_struct_dict(out, <dict>obj, prog, splices)
     for op in <tuple>prog[1]:
-        _enc_value(out, d[op[0]], <int>op[1], op[2])
+        _enc_value(out, getattr(obj, op[0]), <int>op[1], op[2], splices)
+    if prog[5]:
+        fields = []
+        for op in <tuple>prog[2]:
+            v = getattr(obj, op[1])
+            if v != op[4]:
+                tmp = bytearray()
+                _enc_value(tmp, v, <int>op[2], op[3], None)
+                fields.append((op[0], tmp))
+        unknown = getattr(obj, UNKNOWN_TAGS, None)
+        _put_tags(out, fields, unknown)
+    return 0
+
+
+cdef int _put_tags(bytearray out, list fields, object unknown) except -1:
+    if unknown:
+        fields.extend(unknown)
+        fields.sort(key=_first)
+    _put_uvar(out, len(fields))
+    for tag, raw in fields:
+        _put_uvar(out, tag)
+        _put_uvar(out, len(raw))
+        out += raw
+    return 0
+
+
+cdef int _enc_struct_dict(bytearray out, dict d, tuple prog, list splices) except -1:
+    cdef tuple op
+    cdef list fields
+    cdef bytearray tmp
+    for op in <tuple>prog[1]:
+        _enc_value(out, d[op[0]], <int>op[1], op[2], splices)
     if prog[5]:
         fields = []
         for op in <tuple>prog[2]:
             v = d[op[1]]
             if v != op[4]:
                 tmp = bytearray()
-                _enc_value(tmp, v, <int>op[2], op[3])
+                _enc_value(tmp, v, <int>op[2], op[3], None)
                 fields.append((op[0], tmp))
-        unknown = d.get(UNKNOWN_TAGS)
-        if unknown:
-            fields.extend(unknown)
-            fields.sort(key=_first)
-        _put_uvar(out, len(fields))
-        for tag, raw in fields:
-            _put_uvar(out, tag)
-            _put_uvar(out, len(raw))
-            out += raw
+        _put_tags(out, fields, d.get(UNKNOWN_TAGS))
     return 0
 
 
@@ -551,4 +621,48 @@ def _first(t):
 
 def encode_struct(obj, tuple prog, bytearray out):
     """Append the encoding of ``obj`` (attributes named by ``prog``) to ``out``."""
-    _enc_struct(out, obj, prog)
+    _enc_struct(out, obj, prog, None)
+
+
+def encode_message(obj, tuple prog, prefix, bint sized):
+    """``prefix`` + the encoding of ``obj`` as one new bytes object.
+
+    Large bytes/records fields are copied straight into the result instead of
+    through a growing buffer.  With ``sized``, the first 4 bytes of ``prefix``
+    (a placeholder) become the int32 size of everything after them."""
+    cdef bytearray out = bytearray(prefix)
+    cdef list splices = []
+    cdef Py_ssize_t total, src, dst, n, at
+    cdef Py_buffer view
+    cdef char* res
+    _enc_struct(out, obj, prog, splices)
+    total = PyByteArray_GET_SIZE(out)
+    for item in splices:
+        total += <Py_ssize_t>item[2]
+    if sized and total - 4 > 0x7FFFFFFF:
+        raise OverflowError(f"message of {total - 4} bytes does not fit a Kafka frame")
+    result = PyBytes_FromStringAndSize(NULL, total)
+    res = <char*>(<bytes>result)
+    src = 0
+    dst = 0
+    cdef const char* base = PyByteArray_AS_STRING(out)
+    for item in splices:
+        at = <Py_ssize_t>item[0]
+        memcpy(res + dst, base + src, at - src)
+        dst += at - src
+        src = at
+        PyObject_GetBuffer(item[1], &view, PyBUF_SIMPLE)
+        try:
+            n = view.len if view.len <= <Py_ssize_t>item[2] else <Py_ssize_t>item[2]
+            memcpy(res + dst, view.buf, n)
+            dst += n
+        finally:
+            PyBuffer_Release(&view)
+    memcpy(res + dst, base + src, PyByteArray_GET_SIZE(out) - src)
+    if sized:
+        n = total - 4
+        res[0] = <char>((n >> 24) & 0xFF)
+        res[1] = <char>((n >> 16) & 0xFF)
+        res[2] = <char>((n >> 8) & 0xFF)
+        res[3] = <char>(n & 0xFF)
+    return result

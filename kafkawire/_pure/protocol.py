@@ -18,7 +18,7 @@ from kafkawire._protocol_common import (
     VARLONG,
 )
 
-__all__ = ["decode_struct", "encode_struct", "read_uvarint"]
+__all__ = ["decode_struct", "encode_struct", "encode_message", "read_uvarint"]
 
 _B = struct.Struct(">b")
 _H = struct.Struct(">h")
@@ -205,7 +205,8 @@ def _decode(mv, pos, end, prog):
         if name not in d:
             d[name] = value if factory is None else factory()
     obj = cls.__new__(cls)
-    obj.__dict__ = d
+    for name, value in d.items():
+        setattr(obj, name, value)
     return obj, pos
 
 
@@ -335,8 +336,7 @@ def _encode(out: bytearray, obj, prog) -> None:
     if isinstance(obj, dict):
         get = obj.__getitem__
     else:
-        d = obj.__dict__
-        get = d.__getitem__
+        get = obj.__getattribute__
     for name, code, arg in ops:
         _encode_value(out, get(name), code, arg)
     if flexible:
@@ -347,7 +347,10 @@ def _encode(out: bytearray, obj, prog) -> None:
                 buf = bytearray()
                 _encode_value(buf, v, code, arg)
                 fields.append((tag, buf))
-        unknown = getattr(obj, UNKNOWN_TAGS, None) if not isinstance(obj, dict) else obj.get(UNKNOWN_TAGS)
+        if isinstance(obj, dict):
+            unknown = obj.get(UNKNOWN_TAGS)
+        else:
+            unknown = getattr(obj, UNKNOWN_TAGS, None)
         if unknown:
             fields.extend(unknown)
             fields.sort(key=lambda f: f[0])
@@ -361,3 +364,16 @@ def _encode(out: bytearray, obj, prog) -> None:
 def encode_struct(obj, prog, out: bytearray) -> None:
     """Append the encoding of ``obj`` (attributes named by ``prog``) to ``out``."""
     _encode(out, obj, prog)
+
+
+def encode_message(obj, prog, prefix, sized: bool) -> bytes:
+    """``prefix`` + the encoding of ``obj`` as one new bytes object; with ``sized``
+    the first 4 bytes of ``prefix`` (a placeholder) become the int32 size of
+    everything after them."""
+    out = bytearray(prefix)
+    _encode(out, obj, prog)
+    if sized:
+        if len(out) - 4 > 0x7FFFFFFF:
+            raise OverflowError(f"message of {len(out) - 4} bytes does not fit a Kafka frame")
+        out[0:4] = _I.pack(len(out) - 4)
+    return bytes(out)

@@ -95,9 +95,7 @@ def encode_request(message: Message, version: int, correlation_id: int,
     hv = request_header_version(cls.API_KEY, version)
     RequestHeader(request_api_key=cls.API_KEY, request_api_version=version,
                   correlation_id=correlation_id, client_id=client_id).encode_into(out, hv)
-    message.encode_into(out, version)
-    out[0:4] = (len(out) - 4).to_bytes(4, "big", signed=True)
-    return bytes(out)
+    return message.encode_with_prefix(version, out, sized=True)
 
 
 def encode_response(message: Message, version: int, correlation_id: int) -> bytes:
@@ -107,9 +105,7 @@ def encode_response(message: Message, version: int, correlation_id: int) -> byte
     out = bytearray(b"\0\0\0\0")
     ResponseHeader(correlation_id=correlation_id).encode_into(
         out, response_header_version(cls.API_KEY, version))
-    message.encode_into(out, version)
-    out[0:4] = (len(out) - 4).to_bytes(4, "big", signed=True)
-    return bytes(out)
+    return message.encode_with_prefix(version, out, sized=True)
 
 
 def decode_response(api_key: int, version: int, frame: Any, *, sized: bool = True,

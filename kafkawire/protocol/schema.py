@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import re
+import struct
 import uuid as _uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
@@ -167,14 +168,34 @@ class F:
         return f"F({self.kafka_name!r}, {self.type!r}, {self.versions!r})"
 
 
-class Struct:
+class _StructMeta(type):
+    """Gives every struct class ``__slots__`` named after its fields: decoded
+    objects then carry no per-instance dict (cheaper to build and to free)."""
+
+    def __new__(mcls, name, bases, ns, **kw):
+        if "__slots__" not in ns:
+            ns["__slots__"] = tuple(f.name for f in ns.get("FIELDS", ()))
+        return super().__new__(mcls, name, bases, ns, **kw)
+
+
+class Struct(metaclass=_StructMeta):
     """Base of every message and nested struct: keyword construction, defaults,
     equality, ``to_dict()``; subclasses list ``FIELDS``."""
 
+    __slots__ = (C.UNKNOWN_TAGS,)
     FIELDS: Tuple[F, ...] = ()
     _by_name: Dict[str, F] = {}
     _programs: Dict[Tuple[int, bool], tuple] = {}
-    unknown_tagged_fields: Any = ()
+
+    @property
+    def unknown_tagged_fields(self) -> List[Tuple[int, bytes]]:
+        """Tagged fields this schema does not know, as (tag, raw bytes); kept so a
+        decoded message re-encodes to the same bytes."""
+        return getattr(self, C.UNKNOWN_TAGS, None) or []
+
+    @unknown_tagged_fields.setter
+    def unknown_tagged_fields(self, value: List[Tuple[int, bytes]]) -> None:
+        setattr(self, C.UNKNOWN_TAGS, list(value))
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -182,16 +203,15 @@ class Struct:
         cls._programs = {}
 
     def __init__(self, **values: Any) -> None:
-        d = self.__dict__
         for f in self.FIELDS:
             if f.name in values:
-                d[f.name] = _coerce(f.type, values.pop(f.name))
+                setattr(self, f.name, _coerce(f.type, values.pop(f.name)))
             else:
-                d[f.name] = f.fresh_default()
+                setattr(self, f.name, f.fresh_default())
         if values:
-            unknown = values.pop(C.UNKNOWN_TAGS, None)
+            unknown = values.pop("unknown_tagged_fields", None)
             if unknown:
-                d[C.UNKNOWN_TAGS] = list(unknown)
+                setattr(self, C.UNKNOWN_TAGS, list(unknown))
         if values:
             raise TypeError(f"{type(self).__name__} has no field(s) {', '.join(sorted(values))}; "
                             f"fields are {', '.join(f.name for f in self.FIELDS)}")
@@ -292,6 +312,30 @@ def _compile(cls: Type[Struct], version: int, flexible: bool) -> tuple:
     return (cls, tuple(ops), tuple(tagged), tag_map, tuple(defaults), flexible)
 
 
+class _encode_errors:
+    """Turns the kernels' TypeError/ValueError/OverflowError/struct.error on bad field
+    values into MessageEncodeError naming the message and version."""
+
+    __slots__ = ("msg", "version")
+
+    def __init__(self, msg: "Message", version: int) -> None:
+        self.msg = msg
+        self.version = version
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, etype, exc, tb) -> bool:
+        if exc is None or isinstance(exc, MessageEncodeError):
+            return False
+        if isinstance(exc, (TypeError, ValueError, OverflowError, KeyError, AttributeError,
+                            struct.error)):
+            raise MessageEncodeError(
+                f"cannot encode {type(self.msg).__name__} v{self.version}: "
+                f"{etype.__name__}: {exc} (check the field values' types and ranges)") from exc
+        return False
+
+
 #: (api_key, is_response) -> message class, filled as message modules load.
 REGISTRY: Dict[Tuple[int, bool], Type["Message"]] = {}
 
@@ -300,6 +344,7 @@ class Message(Struct):
     """A request or response body.  Subclasses set ``API_KEY``, ``VERSIONS``
     (lowest, highest) and ``FLEXIBLE`` (first flexible version, or None)."""
 
+    __slots__ = ()
     API_KEY: int = -1
     VERSIONS: Tuple[int, int] = (0, -1)
     FLEXIBLE: Optional[int] = None
@@ -335,24 +380,19 @@ class Message(Struct):
     def encode_into(self, out: bytearray, version: int) -> None:
         """Append the body at ``version`` to ``out``."""
         prog = self.program(version)
-        try:
+        with _encode_errors(self, version):
             K.encode_struct(self, prog, out)
-        except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
-            raise MessageEncodeError(
-                f"cannot encode {type(self).__name__} v{version}: {exc.__class__.__name__}: {exc} "
-                "(check the field values' types and ranges)") from exc
-        except Exception as exc:  # struct.error and friends
-            if type(exc).__module__ == "struct" or exc.__class__.__name__ == "error":
-                raise MessageEncodeError(
-                    f"cannot encode {type(self).__name__} v{version}: {exc} "
-                    "(a number is out of its field's range)") from exc
-            raise
 
     def encode(self, version: int) -> bytes:
         """The body (no header, no size prefix) at ``version``."""
-        out = bytearray()
-        self.encode_into(out, version)
-        return bytes(out)
+        return self.encode_with_prefix(version, b"", sized=False)
+
+    def encode_with_prefix(self, version: int, prefix: bytes, *, sized: bool) -> bytes:
+        """``prefix`` + the body as one bytes object (large record sections copied
+        once); with ``sized`` the first 4 bytes of ``prefix`` become the frame size."""
+        prog = self.program(version)
+        with _encode_errors(self, version):
+            return K.encode_message(self, prog, prefix, sized)
 
     @classmethod
     def decode(cls, data: Any, version: int, *, pos: int = 0, end: Optional[int] = None,
