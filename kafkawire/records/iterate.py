@@ -96,9 +96,11 @@ def _status_error(buf, pos: int, end: int, base: int, status: int) -> CorruptRec
                     "`kafkawire recover` truncates it)")
         else:
             hint = ""
-        magic = mv[pos + 16] if length >= 5 else None
-        minimum = {2: C.V2_MIN_LENGTH, 1: C.V1_MIN_LENGTH}.get(magic, C.MIN_LENGTH) \
-            if length >= C.MIN_LENGTH else C.MIN_LENGTH
+        minimum = C.MIN_LENGTH
+        if length >= C.MIN_LENGTH and pos + C.MAGIC_OFFSET < end:
+            # the batch is complete (PARTIAL is checked first): the minimum is its magic's
+            minimum = {2: C.V2_MIN_LENGTH, 1: C.V1_MIN_LENGTH}.get(mv[pos + C.MAGIC_OFFSET],
+                                                                 C.MIN_LENGTH)
         return CorruptRecordError(
             f"record size {length} smaller than minimum record overhead ({minimum}){hint}",
             position=where, offset=offset, reason="length")

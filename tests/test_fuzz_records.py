@@ -1,0 +1,125 @@
+"""Hostile input: truncations, byte flips and random bytes decode or raise a kafkawire error.
+
+Both backends must agree on every outcome (a differential check of the twins).
+The atheris target ``tests/fuzz/fuzz_records.py`` runs briefly here; longer with --runslow.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkawire import _kernels
+
+from fuzz import samples as S
+from fuzz.harness import exercise
+
+SEEDS = S.seeds()
+
+
+def both(data, verify_crc=False):
+    """Outcome on each backend (the fast one only when built)."""
+    results = {}
+    for name in ("fast", "pure") if _kernels.fast_available() else ("pure",):
+        _kernels.use(name)
+        results[name] = exercise(data, verify_crc)
+    return results
+
+
+def agree(data, verify_crc=False):
+    previous = _kernels.backend
+    try:
+        res = both(data, verify_crc)
+    finally:
+        _kernels.use(previous)
+    vals = list(res.values())
+    assert all(v == vals[0] for v in vals), (data.hex(), res)
+    return vals[0]
+
+
+@pytest.mark.one_backend
+@pytest.mark.parametrize("seed", range(len(SEEDS)))
+def test_seeds_decode_cleanly(seed):
+    out = agree(SEEDS[seed], verify_crc=True)
+    assert out[-1][1] is None  # no partial tail
+    assert all(row[-1] == "valid" for row in out[:-1]), out
+
+
+@pytest.mark.one_backend
+@pytest.mark.parametrize("seed", range(len(SEEDS)))
+def test_every_truncation(seed):
+    data = SEEDS[seed]
+    for cut in range(len(data)):
+        agree(data[:cut])
+
+
+@pytest.mark.one_backend
+@pytest.mark.parametrize("seed", range(len(SEEDS) - 1))
+def test_every_single_byte_flip(seed):
+    data = SEEDS[seed]
+    for pos in range(len(data)):
+        for x in (0x01, 0x80, 0xFF):
+            bad = bytearray(data)
+            bad[pos] ^= x
+            agree(bytes(bad), verify_crc=bool(pos & 1))
+
+
+@pytest.mark.one_backend
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, len(SEEDS) - 1), data=st.data())
+def test_random_damage(seed, data):
+    buf = bytearray(SEEDS[seed])
+    for _ in range(data.draw(st.integers(1, 4))):
+        kind = data.draw(st.sampled_from(["flip", "set", "cut", "insert"]))
+        if not buf:
+            break
+        pos = data.draw(st.integers(0, len(buf) - 1))
+        if kind == "flip":
+            buf[pos] ^= data.draw(st.integers(1, 255))
+        elif kind == "set":
+            buf[pos] = data.draw(st.sampled_from([0, 0x7F, 0x80, 0xFF]))
+        elif kind == "cut":
+            del buf[pos:]
+        else:
+            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
+    agree(bytes(buf), verify_crc=data.draw(st.booleans()))
+
+
+@pytest.mark.one_backend
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_random_bytes(blob):
+    agree(blob)
+
+
+def _run_atheris(seconds: int, tmp_path):
+    pytest.importorskip("atheris")
+    if not _kernels.fast_available():
+        pytest.skip("compiled backend not built")
+    target = os.path.join(os.path.dirname(__file__), "fuzz", "fuzz_records.py")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    import kafkawire
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(kafkawire.__file__)))
+    env = dict(os.environ, KAFKAWIRE_BACKEND="fast",
+               PYTHONPATH=os.pathsep.join([pkg_root, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, target, f"-max_total_time={seconds}", "-rss_limit_mb=2048",
+         "-timeout=10", f"-artifact_prefix={tmp_path}{os.sep}", str(corpus)],
+        capture_output=True, text=True, env=env, timeout=seconds + 120)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+@pytest.mark.one_backend
+def test_atheris_fuzz_briefly(tmp_path):
+    _run_atheris(20, tmp_path)
+
+
+@pytest.mark.one_backend
+@pytest.mark.slow
+def test_atheris_fuzz_long(tmp_path):
+    _run_atheris(int(os.environ.get("KAFKAWIRE_FUZZ_SECONDS", "600")), tmp_path)
