@@ -88,3 +88,34 @@ def test_index_builder_follows_interval_rule():
     assert b.offset_entries[0] == (2, 6000)
     assert all(p > 0 for _, p in b.offset_entries)
     assert b.finish() == (1009, 9)
+
+
+@pytest.mark.parametrize("log_append", [False, True])
+def test_records_find_timestamp_matches_decoding(log_append):
+    from kafkawire import iter_batches
+    from kafkawire.records import BatchBuilder
+    rnd = random.Random(4)
+    b = BatchBuilder(base_offset=1000, timestamp_type="LogAppendTime" if log_append else "CreateTime",
+                     log_append_time=5000 if log_append else None)
+    off = 1000
+    for i in range(200):
+        b.append(rnd.randbytes(rnd.randint(0, 300)), key=b"k", timestamp=1000 + rnd.randint(-50, 500),
+                 headers=[("h", b"x")] if i % 3 else (), offset=off)
+        off += rnd.randint(1, 3)
+    raw = b.build()
+    batch = next(iter(iter_batches(raw)))
+    recs = [(r.offset, r.timestamp) for r in batch]
+    for _ in range(300):
+        target, min_off = rnd.randint(900, 1600), rnd.randint(990, off + 2)
+        want = next(((o, t) for o, t in recs if t >= target and o >= min_off), None)
+        status, o, t = K.records_find_timestamp(raw, 61, len(raw), batch.record_count, batch.base_offset,
+                                                batch.first_timestamp,
+                                                -(1 << 63) if log_append else target, min_off)
+        if log_append:
+            want = next(((o2, 5000) for o2, _ in recs if o2 >= min_off), None) if 5000 >= target else want
+            got = (o, 5000) if status == 0 else None
+            if 5000 >= target:
+                assert got == want
+        else:
+            assert (None if status == 1 else (o, t)) == want
+    assert K.records_find_timestamp(raw, 61, len(raw) - 5, batch.record_count, 1000, 0, 1 << 62, 0)[0] == 2

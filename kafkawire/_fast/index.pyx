@@ -10,7 +10,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 __all__ = ["offset_index_lookup", "time_index_lookup", "offset_index_real_entries",
            "time_index_real_entries", "offset_index_first_unordered",
-           "time_index_first_unordered", "buffer_is_zero"]
+           "time_index_first_unordered", "buffer_is_zero", "records_find_timestamp"]
 
 
 cdef inline int32_t _be32(const unsigned char* p) noexcept nogil:
@@ -181,3 +181,76 @@ def buffer_is_zero(const unsigned char[:] buf, Py_ssize_t start, Py_ssize_t end)
                 zero = False
                 break
     return zero
+
+
+cdef inline Py_ssize_t _uvarint(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end,
+                                int max_bytes, uint64_t* out) noexcept nogil:
+    """Read an unsigned varint at ``pos``; return the position after it, or -1."""
+    cdef uint64_t result = 0
+    cdef int shift = 0, i
+    cdef unsigned char b
+    for i in range(max_bytes):
+        if pos >= end:
+            return -1
+        b = p[pos]
+        pos += 1
+        result |= (<uint64_t>(b & 0x7F)) << shift
+        if not (b & 0x80):
+            out[0] = result
+            return pos
+        shift += 7
+    return -1
+
+
+def records_find_timestamp(const unsigned char[:] buf, Py_ssize_t pos, Py_ssize_t end,
+                           long long count, long long base_offset, long long base_timestamp,
+                           long long target_ts, long long min_offset):
+    """First record of an uncompressed v2 records section ``buf[pos:end]`` (``count``
+    records) whose timestamp is >= ``target_ts`` and offset >= ``min_offset``.
+
+    Returns ``(0, offset, timestamp)`` when found, ``(1, -1, -1)`` when none
+    qualifies, ``(2, position, -1)`` when the records are malformed at ``position``.
+    """
+    if end > buf.shape[0]:
+        end = buf.shape[0]
+    if count <= 0 or pos == end:
+        return 1, -1, -1
+    if pos < 0 or pos > end:
+        return 2, pos, -1
+    cdef const unsigned char* p = &buf[0]
+    cdef long long i, ts = -1, off = -1
+    cdef int status = 1
+    cdef Py_ssize_t start, body, nxt
+    cdef uint64_t raw
+    cdef int64_t length, tsd, offd
+    with nogil:
+        for i in range(count):
+            start = pos
+            nxt = _uvarint(p, pos, end, 5, &raw)
+            if nxt < 0:
+                status = 2
+                break
+            length = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
+            body = nxt
+            if length <= 0 or body + length > end:
+                status = 2
+                break
+            pos = _uvarint(p, body + 1, end, 10, &raw)
+            if pos < 0:
+                status = 2
+                break
+            tsd = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
+            pos = _uvarint(p, pos, end, 5, &raw)
+            if pos < 0 or pos > body + length:
+                status = 2
+                break
+            offd = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
+            if base_timestamp + tsd >= target_ts and base_offset + offd >= min_offset:
+                status = 0
+                ts = base_timestamp + tsd
+                off = base_offset + offd
+                break
+            pos = body + length
+    if status == 2:
+        return 2, start, -1
+    return status, off, ts

@@ -12,7 +12,7 @@ import struct
 
 __all__ = ["offset_index_lookup", "time_index_lookup", "offset_index_real_entries",
            "time_index_real_entries", "offset_index_first_unordered",
-           "time_index_first_unordered", "buffer_is_zero"]
+           "time_index_first_unordered", "buffer_is_zero", "records_find_timestamp"]
 
 _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")
@@ -118,3 +118,53 @@ def buffer_is_zero(buf, start: int, end: int) -> bool:
     with memoryview(buf) as mv:
         data = bytes(mv[max(start, 0):end])
     return data.count(0) == len(data)
+
+
+def _uvarint(buf, pos: int, end: int, max_bytes: int):
+    result = shift = 0
+    for i in range(max_bytes):
+        if pos >= end:
+            return None, pos
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+    return None, pos
+
+
+def records_find_timestamp(buf, pos: int, end: int, count: int, base_offset: int,
+                           base_timestamp: int, target_ts: int, min_offset: int):
+    """First record of an uncompressed v2 records section ``buf[pos:end]`` (``count``
+    records) whose timestamp is >= ``target_ts`` and offset >= ``min_offset``.
+
+    Reads only each record's length, timestamp delta and offset delta (no key,
+    value or header is touched).  Returns ``(0, offset, timestamp)`` when found,
+    ``(1, -1, -1)`` when no record qualifies, ``(2, position, -1)`` when the
+    records are malformed at ``position`` (decode the batch for the real error).
+    """
+    mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    end = min(end, len(mv))
+    for _ in range(count):
+        start = pos
+        length, pos = _uvarint(mv, pos, end, 5)
+        if length is None:
+            return 2, start, -1
+        length = (length >> 1) ^ -(length & 1)
+        body = pos
+        if length <= 0 or body + length > end:
+            return 2, start, -1
+        pos += 1  # attributes
+        ts_delta, pos = _uvarint(mv, pos, end, 10)
+        if ts_delta is None:
+            return 2, start, -1
+        off_delta, pos = _uvarint(mv, pos, end, 5)
+        if off_delta is None or pos > body + length:
+            return 2, start, -1
+        ts = base_timestamp + ((ts_delta >> 1) ^ -(ts_delta & 1))
+        off = base_offset + ((off_delta >> 1) ^ -(off_delta & 1))
+        if ts >= target_ts and off >= min_offset:
+            return 0, off, ts
+        pos = body + length
+    return 1, -1, -1

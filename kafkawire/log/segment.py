@@ -254,12 +254,33 @@ class Segment:
             rows, stop, status = K.scan_batches(self._buf, pos, self.size, _LOOKUP_CHUNK, False)
             for row in rows.tolist():
                 if row[C.MAX_TIMESTAMP] >= timestamp and row[C.LAST_OFFSET] >= starting_offset:
-                    for rec in self.batch_at(row[C.POSITION]):
-                        if rec.timestamp >= timestamp and rec.offset >= starting_offset:
-                            return rec.offset, rec.timestamp
+                    found = self._search_batch(row, timestamp, starting_offset)
+                    if found is not None:
+                        return found
             if status != C.OK or stop <= pos:
                 return None
             pos = stop
+        return None
+
+
+    def _search_batch(self, row, timestamp: int, starting_offset: int) -> Optional[Tuple[int, int]]:
+        """First record of the batch in ``row`` at/after both targets (Kafka's searchForTimestamp)."""
+        attrs = row[C.ATTRIBUTES]
+        if row[C.MAGIC] == 2 and not attrs & C.COMPRESSION_MASK:
+            # Uncompressed v2: walk record lengths and deltas only, in the kernel.
+            pos = row[C.POSITION]
+            log_append = bool(attrs & C.TIMESTAMP_TYPE_MASK)
+            status, off, ts = K.records_find_timestamp(
+                self._buf, pos + C.V2_RECORDS_START, pos + row[C.SIZE], row[C.RECORD_COUNT],
+                row[C.BASE_OFFSET], row[C.FIRST_TIMESTAMP],
+                -(1 << 63) if log_append else timestamp, starting_offset)
+            if status == 0:
+                return off, (row[C.MAX_TIMESTAMP] if log_append else ts)
+            if status == 1:
+                return None
+        for rec in self.batch_at(row[C.POSITION]):
+            if rec.timestamp >= timestamp and rec.offset >= starting_offset:
+                return rec.offset, rec.timestamp
         return None
 
 

@@ -1,0 +1,173 @@
+"""Log benchmark: a partition of ~16 KiB v2 batches (1 GiB; ``--quick``: 64 MiB).
+
+Measures, in one run on the same files:
+  * header-only scan (``K.scan_batches``) in GB/s, and batch objects via ``Log.batches()``;
+  * scan with CRC verification in GB/s vs the raw CRC-32C speed over the same bytes (bar >= 60%);
+  * offset and time lookup latency, median us over 10k random lookups (bar < 50 us);
+  * deep record iteration (``Log.records()``, touching every field) in records/s vs Kafka's
+    Java ``FileRecords`` iteration over the same files (tests/java/LogFolderHelper.java bench;
+    bar >= Java).
+
+    python benchmarks/bench_log.py [--quick] [--no-java] [--backend fast|pure]
+
+The partition is built once and cached under /tmp/kafkawire-bench-log/.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from kafkawire import _kernels as K  # noqa: E402
+from kafkawire import Log, LogWriter  # noqa: E402
+from kafkawire.records import BatchBuilder  # noqa: E402
+
+TS = 1_700_000_000_000
+RECORDS_PER_BATCH = 140          # 16-byte key + 100-byte value: ~16 KiB batches
+SEGMENT_BYTES = 256 << 20
+
+
+def _template():
+    b = BatchBuilder(2, "none", base_offset=0)
+    rnd = random.Random(1)
+    for i in range(RECORDS_PER_BATCH):
+        b.append(rnd.randbytes(100), key=b"key-%012d" % i, timestamp=TS + i)
+    return bytearray(b.build())
+
+
+def build(path: str, total_bytes: int) -> None:
+    """Write the partition: one template batch re-stamped per append (fresh timestamps, CRC)."""
+    tmpl = _template()
+    n = total_bytes // len(tmpl)
+    tmp = path + ".building"
+    if os.path.exists(tmp):
+        import shutil
+        shutil.rmtree(tmp)
+    with LogWriter(tmp, segment_bytes=SEGMENT_BYTES) as w:
+        for i in range(n):
+            base_ts = TS + i * RECORDS_PER_BATCH
+            tmpl[27:35] = base_ts.to_bytes(8, "big")
+            tmpl[35:43] = (base_ts + RECORDS_PER_BATCH - 1).to_bytes(8, "big")
+            tmpl[17:21] = K.crc32c(tmpl, 21, len(tmpl)).to_bytes(4, "big")
+            w.append_batch(tmpl)
+    os.rename(tmp, path)
+
+
+def gbps(nbytes: int, seconds: float) -> float:
+    return nbytes / seconds / 1e9
+
+
+def best_of(fn, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def java_bench(path: str, seconds: float):
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    from javahelper import JavaRunner, find_kafka_jars
+    import tempfile
+    jars = find_kafka_jars()
+    if jars is None:
+        return None
+    runner = JavaRunner(jars, tempfile.mkdtemp(prefix="kafkawire-java-"))
+    out = runner.run("LogFolderHelper", "bench", path, str(seconds), timeout=1200).stdout.decode().split()
+    return float(out[out.index("records_per_sec") + 1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="64 MiB partition, fewer lookups")
+    ap.add_argument("--no-java", action="store_true", help="skip the Java FileRecords comparison")
+    ap.add_argument("--backend", default="fast", choices=("fast", "pure"))
+    args = ap.parse_args()
+    K.use(args.backend)
+    total = (64 << 20) if args.quick else (1 << 30)
+    lookups = 2000 if args.quick else 10_000
+    root = "/tmp/kafkawire-bench-log"
+    path = os.path.join(root, f"bench{total >> 20}m-0")
+    if not os.path.exists(path):
+        print(f"building {total >> 20} MiB partition in {path} ...", file=sys.stderr)
+        os.makedirs(root, exist_ok=True)
+        build(path, total)
+    log = Log.open(path)
+    size = log.size
+    segs = log.segments
+    print(f"partition: {path}: {len(segs)} segments, {size / 2**20:.0f} MiB, "
+          f"offsets 0..{log.next_offset - 1}, backend {K.backend}")
+    # warm the page cache
+    for s in segs:
+        K.crc32c(s.buffer, 0, s.size)
+    rows = []
+
+    t = best_of(lambda: [K.scan_batches(s.buffer, 0, s.size, -1, False) for s in segs])
+    rows.append(("header-only scan (K.scan_batches)", f"{gbps(size, t):.1f} GB/s", ""))
+    t = best_of(lambda: sum(1 for _ in log.batches()), 1)
+    rows.append(("header-only scan (Log.batches objects)", f"{gbps(size, t):.1f} GB/s", ""))
+    t_crc_scan = best_of(lambda: [K.scan_batches(s.buffer, 0, s.size, -1, True) for s in segs])
+    t_crc_raw = best_of(lambda: [K.crc32c(s.buffer, 0, s.size) for s in segs])
+    ratio = t_crc_raw / t_crc_scan
+    rows.append(("raw CRC-32C over the same bytes", f"{gbps(size, t_crc_raw):.1f} GB/s", ""))
+    rows.append(("scan with CRC verification", f"{gbps(size, t_crc_scan):.1f} GB/s",
+                 f"{ratio:.0%} of raw CRC (bar >= 60%) {'PASS' if ratio >= 0.6 else 'FAIL'}"))
+
+    rnd = random.Random(5)
+    end = log.next_offset
+    lat = []
+    for _ in range(lookups):
+        o = rnd.randrange(end)
+        t0 = time.perf_counter_ns()
+        found = log.locate(o)
+        lat.append(time.perf_counter_ns() - t0)
+        assert found is not None
+    med = statistics.median(lat) / 1000
+    rows.append((f"offset lookup, median of {lookups}", f"{med:.1f} us",
+                 f"bar < 50 us {'PASS' if med < 50 else 'FAIL'}"))
+    lat = []
+    for _ in range(lookups):
+        ts = TS + rnd.randrange(end)
+        t0 = time.perf_counter_ns()
+        found = log.find_timestamp(ts)
+        lat.append(time.perf_counter_ns() - t0)
+        assert found is not None and found[1] == ts
+    med = statistics.median(lat) / 1000
+    rows.append((f"time lookup, median of {lookups}", f"{med:.1f} us",
+                 f"bar < 50 us {'PASS' if med < 50 else 'FAIL'}"))
+
+    def deep():
+        n = 0
+        sink = 0
+        for r in log.records():
+            sink += r.offset + r.timestamp + len(r.key) + len(r.value) + len(r.headers)
+            n += 1
+        return n
+    t0 = time.perf_counter()
+    n = deep()
+    t_deep = time.perf_counter() - t0
+    ours = n / t_deep
+    rows.append(("deep record iteration (Log.records)", f"{ours / 1e6:.2f} M records/s", ""))
+    if not args.no_java:
+        java = java_bench(path, 10.0 if not args.quick else 3.0)
+        if java:
+            rows.append(("Java FileRecords deep iteration", f"{java / 1e6:.2f} M records/s",
+                         f"kafkawire/Java = {ours / java:.2f}x (bar >= 1) "
+                         f"{'PASS' if ours >= java else 'FAIL'}"))
+    log.close()
+    w = max(len(r[0]) for r in rows)
+    print(f"| {'measure'.ljust(w)} | result | vs bar |")
+    print(f"|{'-' * (w + 2)}|--------|--------|")
+    for name, val, note in rows:
+        print(f"| {name.ljust(w)} | {val} | {note} |")
+
+
+if __name__ == "__main__":
+    main()
