@@ -75,7 +75,9 @@ def main(argv: Optional[list] = None) -> int:
     from kafkawire.spark.session import make_session
     t = time.time()
     spark = make_session(a.master, "kafkawire-demo")
-    print(f"spark {spark.version} master={a.master} ({time.time() - t:.1f}s to start)", flush=True)
+    import kafkawire
+    print(f"spark {spark.version} master={a.master} ({time.time() - t:.1f}s to start), "
+          f"kafkawire {kafkawire.__version__} backend={kafkawire.backend}", flush=True)
     try:
         t = time.time()
         rows = summarize(spark, logs, out, isolation=a.isolation)

@@ -47,7 +47,7 @@ KNOWN = {
     "kafka.isolation.level": "alias of isolation",
     "failondataloss": "true | false: false logs and skips a corrupt tail instead of failing",
     "maxbytespertask": "largest byte range of .log files one task reads (e.g. 64m)",
-    "recordsperbatch": "rows per Arrow batch a task yields (10000..100000)",
+    "recordsperbatch": "rows per Arrow batch a task decodes at most (10000..100000)",
     "pushfilters": "true | false: accept Spark's pushed filters (off by default, see README)",
     "verifycrc": "true | false: check every batch's CRC while reading",
 }
@@ -165,8 +165,8 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
         ro.max_bytes_per_task = size
     rows = _int(opts, "recordsperbatch", minimum=1)
     if rows is not None:
-        if not 1000 <= rows <= 1_000_000:
-            raise OptionError("recordsPerBatch must be between 1000 and 1000000")
+        if not 10_000 <= rows <= 100_000:
+            raise OptionError("recordsPerBatch must be between 10000 and 100000 (rows per Arrow batch)")
         ro.records_per_batch = rows
     ro.push_filters = _bool(opts, "pushfilters", False)
     ro.verify_crc = _bool(opts, "verifycrc", False)
