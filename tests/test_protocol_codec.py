@@ -11,6 +11,7 @@ from kafkawire import _kernels
 from kafkawire import _protocol_common as C
 from kafkawire.errors import KafkaWireError, ProtocolError, UnsupportedVersionError
 from kafkawire.protocol.primitives import Reader, Writer
+from kafkawire.protocol.schema import snake_case
 from protocol_samples import REQUESTS, RESPONSES, all_versions, sample
 
 
@@ -68,7 +69,8 @@ def test_snake_case_attributes_and_dict_construction():
     assert isinstance(req.topic_data[0], P.ProduceRequest.TopicProduceData)
     assert req.topic_data[0].partition_data[0].index == 0
     assert req.transactional_id is None
-    assert P.snake_case("PartitionIndex") == "partition_index" if hasattr(P, "snake_case") else True
+    assert snake_case("PartitionIndex") == "partition_index"
+    assert snake_case("ThrottleTimeMs") == "throttle_time_ms"
     d = req.to_dict()
     assert d["topic_data"][0]["partition_data"][0]["records"] == b"\x01\x02"
     assert P.ProduceRequest(**d) == req

@@ -14,6 +14,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['ApiVersionsRequest', 'ApiVersionsResponse']
 
+
 class ApiVersionsRequest(Message):
     """The ApiVersions request body."""
 
@@ -24,6 +25,7 @@ class ApiVersionsRequest(Message):
         F('ClientSoftwareName', STRING, '3+'),
         F('ClientSoftwareVersion', STRING, '3+'),
     )
+
 
 class ApiVersionsResponse(Message):
     """The ApiVersions response body."""

@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['FetchRequest', 'FetchResponse']
 
+
 class FetchRequest(Message):
     """The Fetch request body."""
 
@@ -63,6 +64,7 @@ class FetchRequest(Message):
         F('ReplicaState', ReplicaState, '15+', tag=1),
         F('ClusterId', STRING, '12+', nullable='12+', tag=0, default=None),
     )
+
 
 class FetchResponse(Message):
     """The Fetch response body."""

@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse']
 
+
 class FindCoordinatorRequest(Message):
     """The FindCoordinator request body."""
 
@@ -23,6 +24,7 @@ class FindCoordinatorRequest(Message):
         F('KeyType', INT8, '1+'),
         F('CoordinatorKeys', Array(STRING), '4+'),
     )
+
 
 class FindCoordinatorResponse(Message):
     """The FindCoordinator response body."""

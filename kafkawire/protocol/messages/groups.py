@@ -13,6 +13,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['JoinGroupRequest', 'JoinGroupResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'LeaveGroupRequest', 'LeaveGroupResponse', 'SyncGroupRequest', 'SyncGroupResponse', 'DescribeGroupsRequest', 'DescribeGroupsResponse', 'ListGroupsRequest', 'ListGroupsResponse']
 
+
 class JoinGroupRequest(Message):
     """The JoinGroup request body."""
 
@@ -35,6 +36,7 @@ class JoinGroupRequest(Message):
         F('Protocols', Array(JoinGroupRequestProtocol), '0+'),
         F('Reason', STRING, '8+', nullable='8+', default=None),
     )
+
 
 class JoinGroupResponse(Message):
     """The JoinGroup response body."""
@@ -61,6 +63,7 @@ class JoinGroupResponse(Message):
         F('Members', Array(JoinGroupResponseMember), '0+'),
     )
 
+
 class HeartbeatRequest(Message):
     """The Heartbeat request body."""
 
@@ -74,6 +77,7 @@ class HeartbeatRequest(Message):
         F('GroupInstanceId', STRING, '3+', nullable='3+', default=None),
     )
 
+
 class HeartbeatResponse(Message):
     """The Heartbeat response body."""
 
@@ -84,6 +88,7 @@ class HeartbeatResponse(Message):
         F('ThrottleTimeMs', INT32, '1+'),
         F('ErrorCode', INT16, '0+'),
     )
+
 
 class LeaveGroupRequest(Message):
     """The LeaveGroup request body."""
@@ -104,6 +109,7 @@ class LeaveGroupRequest(Message):
         F('MemberId', STRING, '0-2'),
     )
 
+
 class LeaveGroupResponse(Message):
     """The LeaveGroup response body."""
 
@@ -122,6 +128,7 @@ class LeaveGroupResponse(Message):
         F('ErrorCode', INT16, '0+'),
         F('Members', Array(MemberResponse), '3+'),
     )
+
 
 class SyncGroupRequest(Message):
     """The SyncGroup request body."""
@@ -145,6 +152,7 @@ class SyncGroupRequest(Message):
         F('Assignments', Array(SyncGroupRequestAssignment), '0+'),
     )
 
+
 class SyncGroupResponse(Message):
     """The SyncGroup response body."""
 
@@ -159,6 +167,7 @@ class SyncGroupResponse(Message):
         F('Assignment', BYTES, '0+'),
     )
 
+
 class DescribeGroupsRequest(Message):
     """The DescribeGroups request body."""
 
@@ -169,6 +178,7 @@ class DescribeGroupsRequest(Message):
         F('Groups', Array(STRING), '0+'),
         F('IncludeAuthorizedOperations', BOOL, '3+'),
     )
+
 
 class DescribeGroupsResponse(Message):
     """The DescribeGroups response body."""
@@ -202,6 +212,7 @@ class DescribeGroupsResponse(Message):
         F('Groups', Array(DescribedGroup), '0+'),
     )
 
+
 class ListGroupsRequest(Message):
     """The ListGroups request body."""
 
@@ -212,6 +223,7 @@ class ListGroupsRequest(Message):
         F('StatesFilter', Array(STRING), '4+'),
         F('TypesFilter', Array(STRING), '5+'),
     )
+
 
 class ListGroupsResponse(Message):
     """The ListGroups response body."""

@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['InitProducerIdRequest', 'InitProducerIdResponse']
 
+
 class InitProducerIdRequest(Message):
     """The InitProducerId request body."""
 
@@ -24,6 +25,7 @@ class InitProducerIdRequest(Message):
         F('ProducerId', INT64, '3+', default=-1),
         F('ProducerEpoch', INT16, '3+', default=-1),
     )
+
 
 class InitProducerIdResponse(Message):
     """The InitProducerId response body."""

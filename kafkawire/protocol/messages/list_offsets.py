@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['ListOffsetsRequest', 'ListOffsetsResponse']
 
+
 class ListOffsetsRequest(Message):
     """The ListOffsets request body."""
 
@@ -37,6 +38,7 @@ class ListOffsetsRequest(Message):
         F('IsolationLevel', INT8, '2+'),
         F('Topics', Array(ListOffsetsTopic), '0+'),
     )
+
 
 class ListOffsetsResponse(Message):
     """The ListOffsets response body."""

@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['MetadataRequest', 'MetadataResponse']
 
+
 class MetadataRequest(Message):
     """The Metadata request body."""
 
@@ -30,6 +31,7 @@ class MetadataRequest(Message):
         F('IncludeClusterAuthorizedOperations', BOOL, '8-10'),
         F('IncludeTopicAuthorizedOperations', BOOL, '8+'),
     )
+
 
 class MetadataResponse(Message):
     """The Metadata response body."""

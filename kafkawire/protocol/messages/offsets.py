@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['OffsetCommitRequest', 'OffsetCommitResponse', 'OffsetFetchRequest', 'OffsetFetchResponse']
 
+
 class OffsetCommitRequest(Message):
     """The OffsetCommit request body."""
 
@@ -42,6 +43,7 @@ class OffsetCommitRequest(Message):
         F('Topics', Array(OffsetCommitRequestTopic), '0+'),
     )
 
+
 class OffsetCommitResponse(Message):
     """The OffsetCommit response body."""
 
@@ -64,6 +66,7 @@ class OffsetCommitResponse(Message):
         F('ThrottleTimeMs', INT32, '3+'),
         F('Topics', Array(OffsetCommitResponseTopic), '0+'),
     )
+
 
 class OffsetFetchRequest(Message):
     """The OffsetFetch request body."""
@@ -97,6 +100,7 @@ class OffsetFetchRequest(Message):
         F('Topics', Array(OffsetFetchRequestTopic), '0-7', nullable='2-7'),
         F('RequireStable', BOOL, '7+'),
     )
+
 
 class OffsetFetchResponse(Message):
     """The OffsetFetch response body."""

@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['ProduceRequest', 'ProduceResponse']
 
+
 class ProduceRequest(Message):
     """The Produce request body."""
 
@@ -36,6 +37,7 @@ class ProduceRequest(Message):
         F('TimeoutMs', INT32, '0+'),
         F('TopicData', Array(TopicProduceData), '0+'),
     )
+
 
 class ProduceResponse(Message):
     """The Produce response body."""

@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['SaslHandshakeRequest', 'SaslHandshakeResponse', 'SaslAuthenticateRequest', 'SaslAuthenticateResponse']
 
+
 class SaslHandshakeRequest(Message):
     """The SaslHandshake request body."""
 
@@ -21,6 +22,7 @@ class SaslHandshakeRequest(Message):
     FIELDS = (
         F('Mechanism', STRING, '0+'),
     )
+
 
 class SaslHandshakeResponse(Message):
     """The SaslHandshake response body."""
@@ -33,6 +35,7 @@ class SaslHandshakeResponse(Message):
         F('Mechanisms', Array(STRING), '0+'),
     )
 
+
 class SaslAuthenticateRequest(Message):
     """The SaslAuthenticate request body."""
 
@@ -42,6 +45,7 @@ class SaslAuthenticateRequest(Message):
     FIELDS = (
         F('AuthBytes', BYTES, '0+'),
     )
+
 
 class SaslAuthenticateResponse(Message):
     """The SaslAuthenticate response body."""

@@ -12,6 +12,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
 
 __all__ = ['CreateTopicsRequest', 'CreateTopicsResponse', 'DeleteTopicsRequest', 'DeleteTopicsResponse']
 
+
 class CreateTopicsRequest(Message):
     """The CreateTopics request body."""
 
@@ -45,6 +46,7 @@ class CreateTopicsRequest(Message):
         F('ValidateOnly', BOOL, '1+'),
     )
 
+
 class CreateTopicsResponse(Message):
     """The CreateTopics response body."""
 
@@ -77,6 +79,7 @@ class CreateTopicsResponse(Message):
         F('Topics', Array(CreatableTopicResult), '0+'),
     )
 
+
 class DeleteTopicsRequest(Message):
     """The DeleteTopics request body."""
 
@@ -94,6 +97,7 @@ class DeleteTopicsRequest(Message):
         F('TopicNames', Array(STRING), '0-5'),
         F('TimeoutMs', INT32, '0+'),
     )
+
 
 class DeleteTopicsResponse(Message):
     """The DeleteTopics response body."""
