@@ -380,3 +380,15 @@ def test_nulls_become_arrow_nulls():
     batch = decode_columns(b.build()).to_arrow(topic="t", partition=0)
     assert batch.column("key").to_pylist() == [None, b""]
     assert batch.column("value").null_count == 1
+
+
+def test_mmap_can_be_closed_after_iteration(tmp_path):
+    import mmap
+
+    path = tmp_path / "seg.log"
+    path.write_bytes(make_log(2, "gzip", n_batches=2, per_batch=5))
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        it = iter_column_chunks(m)
+        assert sum(len(c) for c in it) == 10
+        m.close()

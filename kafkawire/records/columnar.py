@@ -5,7 +5,9 @@ Python objects per record; this module instead decodes a buffer of
 concatenated batches/messages (v2 batches and legacy v0/v1 messages, every
 codec) into numpy arrays laid out as Arrow expects them, with no Python object
 per record.  Memory stays bounded: the decoder yields :class:`ColumnChunk`\\ s of
-at most ``max_records`` records and ``max_bytes`` key+value+header bytes.
+at most ``max_records`` records and ``max_bytes`` bytes of records as framed in
+their batches (a bound on the key, value and header data; a single larger
+record still forms a chunk of its own).
 
 Public API
 ----------
@@ -461,6 +463,13 @@ class ColumnChunkIterator:
         return exc
 
     def _run(self) -> Iterator[ColumnChunk]:
+        try:
+            yield from self._decode()
+        finally:
+            # Let an mmap be closed once iteration ends (chunks never reference the input).
+            self._view = None
+
+    def _decode(self) -> Iterator[ColumnChunk]:
         view, b, base = self._view, self._builder, self._base
         pos, end = self._start, self._end
         chunk_start = pos
