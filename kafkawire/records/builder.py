@@ -139,25 +139,33 @@ class BatchBuilder:
                timestamp: Optional[int] = None, headers: Iterable[Header] = (),
                offset: Optional[int] = None) -> int:
         """Add a record; returns its offset.  ``value=None`` is a tombstone."""
-        last = self._offsets[-1] if self._offsets else None
+        offsets = self._offsets
         if offset is None:
-            offset = self.base_offset if last is None else last + 1
-        elif offset < self.base_offset or (last is not None and offset <= last):
+            offset = offsets[-1] + 1 if offsets else self.base_offset
+        elif offset < self.base_offset or (offsets and offset <= offsets[-1]):
             raise ValueError(f"offset {offset} must be >= base offset {self.base_offset} and above "
-                             f"the previous offset {last} (offsets increase monotonically)")
-        if self.magic == 2 and offset - self.base_offset > _INT32_MAX:
+                             f"the previous offset {offsets[-1] if offsets else None} "
+                             "(offsets increase monotonically)")
+        if offset - self.base_offset > _INT32_MAX and self.magic == 2:
             raise ValueError(f"offset {offset} is more than 2^31-1 past base offset "
                              f"{self.base_offset}; start a new batch")
-        hs = list(headers) if headers else None
-        if hs and self.magic < 2:
-            raise ValueError(f"magic {self.magic} messages cannot carry headers; use magic 2")
+        if value is not None and type(value) is not bytes:
+            _check_bytes(value, "value")
+        if key is not None and type(key) is not bytes:
+            _check_bytes(key, "key")
+        if headers:
+            if self.magic < 2:
+                raise ValueError(f"magic {self.magic} messages cannot carry headers; use magic 2")
+            headers = list(headers)
+        else:
+            headers = None
         if timestamp is None:
             timestamp = -1 if self.magic == 0 else _now_ms()
-        self._offsets.append(offset)
+        offsets.append(offset)
         self._timestamps.append(timestamp)
-        self._keys.append(_check_bytes(key, "key"))
-        self._values.append(_check_bytes(value, "value"))
-        self._headers.append(hs)
+        self._keys.append(key)
+        self._values.append(value)
+        self._headers.append(headers)
         return offset
 
     def build(self, *, last_offset: Optional[int] = None) -> bytes:
