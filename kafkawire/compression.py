@@ -225,9 +225,14 @@ def _gzip_decompress(data: Buffer, limit: int, magic: int) -> bytes:
 
 
 def _snappy_raw_length(data: Buffer, pos: int, end: int) -> int:
-    """The uncompressed length a raw snappy block declares (its leading varint)."""
+    """The uncompressed length a raw snappy block declares (its leading varint).
+
+    Snappy inflates at most ~21x (a 3-byte copy yields 64 bytes), so a larger
+    claim is corrupt: rejecting it here avoids allocating the claimed size.
+    """
     result = 0
     shift = 0
+    start = pos
     while True:
         if pos >= end or shift > 28:
             raise _corrupt("snappy", "bad uncompressed-length header")
@@ -235,6 +240,9 @@ def _snappy_raw_length(data: Buffer, pos: int, end: int) -> int:
         pos += 1
         result |= (byte & 0x7F) << shift
         if not byte & 0x80:
+            if result > (end - start) * 22 + 64:
+                raise _corrupt("snappy", f"block of {end - start} bytes claims {result} "
+                               "uncompressed bytes, more than snappy can encode")
             return result
         shift += 7
 

@@ -181,3 +181,13 @@ def test_gzip_is_java_compatible_format():
     packed = C.compress("gzip", DATA, level=1)
     assert packed[:2] == b"\x1f\x8b"
     assert zlib.decompress(packed, 31) == DATA
+
+
+def test_snappy_impossible_length_claim_is_corrupt():
+    claim = bytes([0x80, 0x80, 0x80, 0x40]) + b"\x00" * 10     # says 128 MiB, holds 10 bytes
+    with pytest.raises(CorruptRecordError) as info:
+        C.decompress("snappy", claim)
+    assert info.value.reason == "compression"
+    framed = C.XERIAL_MAGIC + struct.pack(">iii", 1, 1, len(claim)) + claim
+    with pytest.raises(CorruptRecordError):
+        C.decompress("snappy", framed)
