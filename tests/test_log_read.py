@@ -150,3 +150,18 @@ def test_timestamp_ranges(tmp_path):
         assert list(log.records(start_timestamp=TS + 10**6)) == []
         assert log.find_timestamp(TS + 391) is None
         assert log.find_timestamp(TS + 390) == (39, TS + 390)
+
+
+def test_column_chunks_match_records(tmp_path):
+    d = tmp_path / "cols-0"
+    with LogWriter(d, segment_bytes=3000) as w:
+        for i in range(60):
+            w.append_records([{"value": b"v%d" % (w.next_offset + j), "key": b"k",
+                               "timestamp": TS + w.next_offset + j} for j in range(4)],
+                             compression=("none", "gzip")[i % 2])
+    with Log.open(d) as log:
+        assert len(log.segments) > 3
+        offs = [int(o) for c in log.column_chunks(start_offset=17, end_offset=201) for o in c.offset]
+        assert offs == list(range(17, 201)) == [r.offset for r in log.records(start_offset=17, end_offset=201)]
+        total = sum(len(c) for c in log.column_chunks())
+        assert total == 240

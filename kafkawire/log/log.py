@@ -254,7 +254,7 @@ class Log:
                       start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None,
                       *, include_headers: bool = False, max_records: int = 65536) -> Iterator:
         """The records of the range decoded into columns (``kafkawire.records.columnar``
-        ``ColumnChunk``\ s: numpy arrays of offsets, timestamps, keys, values, headers), one
+        ``ColumnChunk`` objects: numpy arrays of offsets, timestamps, keys, values, headers), one
         segment at a time: deep decoding with no Python object per record.  Control
         records are never included; isolation is read_uncommitted."""
         from kafkawire.records.columnar import iter_column_chunks
