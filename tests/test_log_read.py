@@ -160,7 +160,7 @@ def test_column_chunks_match_records(tmp_path):
                                "timestamp": TS + w.next_offset + j} for j in range(4)],
                              compression=("none", "gzip")[i % 2])
     with Log.open(d) as log:
-        assert len(log.segments) > 3
+        assert len(log.segments) >= 3
         offs = [int(o) for c in log.column_chunks(start_offset=17, end_offset=201) for o in c.offset]
         assert offs == list(range(17, 201)) == [r.offset for r in log.records(start_offset=17, end_offset=201)]
         total = sum(len(c) for c in log.column_chunks())
