@@ -238,3 +238,21 @@ def test_spark_stream_tails_new_segments(spark, logdirs, tmp_path):
     got.clear()
     run()
     assert sum(c for _, c in got) == 250
+
+
+def test_internal_topics_only_when_named_and_empty_reads(logdirs, tmp_path):
+    import shutil
+    from pyspark.sql.datasource import InputPartition
+    root = tmp_path / "dirs"
+    shutil.copytree(os.path.join(logdirs, "orders-0"), root / "orders-0")
+    shutil.copytree(os.path.join(logdirs, "orders-1"), root / "__consumer_offsets-3")
+    _, table = read_in_process({"path": str(root)})
+    assert set(table.column("topic").to_pylist()) == {"orders"}
+    _, table = read_in_process({"path": str(root), "subscribe": "__consumer_offsets"})
+    assert set(table.column("partition").to_pylist()) == {3}
+    # an empty range plans no task; Spark then calls read() with a bare InputPartition
+    from kafkawire.spark.reader import make_reader
+    reader = make_reader(parse_options({"path": str(root), "assign": '{"orders":[0]}',
+                                        "startingoffsets": '{"orders":{"0":5}}',
+                                        "endingoffsets": '{"orders":{"0":5}}'}))
+    assert reader.partitions() == [] and list(reader.read(InputPartition(None))) == []

@@ -88,9 +88,12 @@ def select_partitions(parts: List[PartitionInfo], ro: ReadOptions) -> List[Parti
                               f"topics found: {', '.join(topics)}")
         wanted = set(ro.subscribe)
         return [p for p in parts if p.topic in wanted]
+    # like a Kafka consumer (exclude.internal.topics), patterns and "everything" leave out
+    # __consumer_offsets, __transaction_state, ...; name them with subscribe or assign
+    external = [p for p in parts if not p.topic.startswith("__")]
     if ro.subscribe_pattern is not None:
         rx = re.compile(ro.subscribe_pattern)
-        out = [p for p in parts if rx.fullmatch(p.topic)]
+        out = [p for p in external if rx.fullmatch(p.topic)]
         if not out:
             raise OptionError(f"subscribePattern {ro.subscribe_pattern!r} matches no topic; "
                               f"topics found: {', '.join(topics)}")
@@ -101,7 +104,10 @@ def select_partitions(parts: List[PartitionInfo], ro: ReadOptions) -> List[Parti
             raise OptionError(f"assign: {', '.join(missing)} not found under the path; "
                               f"partitions found: {', '.join(f'{t}-{p}' for t, p in sorted(by_tp))}")
         return [by_tp[tp] for tp in sorted(set(ro.assign))]
-    return list(parts)
+    if not external:
+        raise OptionError(f"only internal topics ({', '.join(topics)}) under the path; "
+                          "name them with subscribe or assign to read them")
+    return external
 
 
 # -- offsets ----------------------------------------------------------------------

@@ -156,6 +156,8 @@ class KafkaWireReader(DataSourceReader):
         return self.plan()
 
     def read(self, partition: Task) -> Iterator:
+        if not isinstance(partition, Task):   # Spark's stand-in when partitions() is empty
+            return iter(())
         return read_task(partition, ReadSettings.from_options(self.ro, self.bounds))
 
 

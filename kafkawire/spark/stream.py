@@ -13,7 +13,8 @@ from typing import Dict, Iterator, Optional, Sequence
 
 from kafkawire.spark import layout
 from kafkawire.spark.options import ReadOptions
-from kafkawire.spark.planning import Range, Task, plan_tasks, resolve_ranges, select_partitions
+from kafkawire.spark.planning import (Range, Task, last_stable_offset, plan_tasks, resolve_ranges,
+                                      select_partitions)
 from kafkawire.spark.reader import ReadSettings, read_task
 
 from pyspark.sql.datasource import DataSourceStreamReader
@@ -68,6 +69,9 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for tp, p in parts.items():
             begin.setdefault(tp, p.start_offset)
         ends = {tp: max(e, begin[tp]) for tp, e in ends.items()}
+        if self.ro.isolation == "read_committed":
+            ends = {tp: max(begin[tp], min(e, last_stable_offset(parts[tp], begin[tp])))
+                    for tp, e in ends.items()}
         if isinstance(limit, ReadMaxRows):
             ends = _rate_limit(begin, ends, int(limit.max_rows))
         merged = dict(begin)
@@ -91,6 +95,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return plan_tasks(ranges, self.ro)
 
     def read(self, partition: Task) -> Iterator:
+        if not isinstance(partition, Task):
+            return iter(())
         return read_task(partition, ReadSettings.from_options(self.ro))
 
     def commit(self, end: Offsets) -> None:
