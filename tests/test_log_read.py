@@ -165,3 +165,24 @@ def test_column_chunks_match_records(tmp_path):
         assert offs == list(range(17, 201)) == [r.offset for r in log.records(start_offset=17, end_offset=201)]
         total = sum(len(c) for c in log.column_chunks())
         assert total == 240
+
+
+def test_partition_metadata_files(tmp_path):
+    import struct
+    from kafkawire import _kernels as K
+    from kafkawire.errors import IndexCorruptError
+    from kafkawire.log import files as F
+    d = tmp_path / "t-0"
+    d.mkdir()
+    (d / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n3 1500\n")
+    (d / "partition.metadata").write_text("version: 0\ntopic_id: Yp5ydw0pSJ2nJ3sxjbNLdA\n")
+    body = struct.pack(">i", 1) + struct.pack(">qhiqiqiq", 42, 3, 99, 1234, 4, TS, 7, -1)
+    snap = struct.pack(">h", 1) + struct.pack(">I", K.crc32c(body)) + body
+    (d / "00000000000000001235.snapshot").write_bytes(snap)
+    listing = F.list_partition(str(d))
+    assert F.read_leader_epoch_checkpoint(listing.leader_epoch_checkpoint) == [(0, 0), (3, 1500)]
+    assert F.read_partition_metadata(listing.partition_metadata)["topic_id"] == "Yp5ydw0pSJ2nJ3sxjbNLdA"
+    [entry] = F.read_producer_snapshot(listing.snapshots[1235])
+    assert (entry.producer_id, entry.producer_epoch, entry.last_offset, entry.current_txn_first_offset) == (42, 3, 1234, -1)
+    with pytest.raises(IndexCorruptError):
+        F.parse_producer_snapshot(snap[:-1] + b"\x01")

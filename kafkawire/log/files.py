@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -151,3 +152,49 @@ def read_partition_metadata(path: str) -> Dict[str, str]:
                 k, v = ln.split(":", 1)
                 out[k.strip()] = v.strip()
     return out
+
+
+@dataclass(frozen=True)
+class ProducerSnapshotEntry:
+    """One producer's state in a ``.snapshot`` file (Kafka's ProducerStateManager, version 1)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int
+
+
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+
+
+def parse_producer_snapshot(data: bytes, path: str = "<snapshot>") -> List[ProducerSnapshotEntry]:
+    """Entries of a producer-state ``.snapshot`` file's bytes.
+
+    Layout: int16 version (1), uint32 CRC-32C of everything after it, int32
+    entry count, then 46-byte entries (producer id, epoch, last sequence,
+    last offset, offset delta, timestamp, coordinator epoch, first offset of
+    the open transaction or -1).
+    """
+    from kafkawire import _kernels as K
+    from kafkawire.errors import IndexCorruptError
+    if len(data) < 10:
+        raise IndexCorruptError(f"{path}: {len(data)} bytes is too short for a producer snapshot")
+    version, crc, count = struct.unpack_from(">hIi", data, 0)
+    if version != 1:
+        raise IndexCorruptError(f"{path}: unsupported producer snapshot version {version}")
+    if K.crc32c(data, 6, len(data)) != crc:
+        raise IndexCorruptError(f"{path}: CRC mismatch; the snapshot is damaged (a broker rebuilds "
+                                "producer state from the log when it ignores it)")
+    if count < 0 or 10 + count * _SNAPSHOT_ENTRY.size != len(data):
+        raise IndexCorruptError(f"{path}: {count} entries do not fit its {len(data)} bytes")
+    return [ProducerSnapshotEntry(*_SNAPSHOT_ENTRY.unpack_from(data, 10 + i * _SNAPSHOT_ENTRY.size))
+            for i in range(count)]
+
+
+def read_producer_snapshot(path: str) -> List[ProducerSnapshotEntry]:
+    with open(path, "rb") as f:
+        return parse_producer_snapshot(f.read(), path)
