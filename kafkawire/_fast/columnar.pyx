@@ -115,13 +115,16 @@ ctypedef struct Ctx:
     Py_ssize_t batch_pos
 
 
-# One freed block per column, kept for the next chunk: memory that was already
-# faulted in is reused instead of mapping fresh pages for every chunk.
-cdef char* _cache_p[NCOLS]
-cdef Py_ssize_t _cache_cap[NCOLS]
+# Two freed blocks per column, kept for the next chunks: memory that was already
+# faulted in is reused instead of mapping fresh pages for every chunk (while a
+# consumer holds chunk k, chunk k+1 is decoded into the blocks of chunk k-1).
+cdef enum:
+    CACHE_SLOTS = 2
+cdef char* _cache_p[NCOLS * CACHE_SLOTS]
+cdef Py_ssize_t _cache_cap[NCOLS * CACHE_SLOTS]
 cdef Py_ssize_t CACHE_MAX = 256 << 20
 cdef int _k
-for _k in range(NCOLS):
+for _k in range(NCOLS * CACHE_SLOTS):
     _cache_p[_k] = NULL
     _cache_cap[_k] = 0
 
@@ -131,26 +134,36 @@ cdef void _free_capsule(object cap) noexcept:
     cdef size_t ctx = <size_t>PyCapsule_GetContext(cap)
     cdef int col = ctx & 31
     cdef Py_ssize_t size = ctx >> 5
-    if col < NCOLS and size <= CACHE_MAX and size > _cache_cap[col]:
-        free(_cache_p[col])
-        _cache_p[col] = <char*>p
-        _cache_cap[col] = size
+    cdef int slot
+    if col >= NCOLS or size > CACHE_MAX:
+        free(p)
+        return
+    slot = col * CACHE_SLOTS
+    if _cache_cap[slot + 1] < _cache_cap[slot]:
+        slot += 1
+    if size > _cache_cap[slot]:
+        free(_cache_p[slot])
+        _cache_p[slot] = <char*>p
+        _cache_cap[slot] = size
     else:
         free(p)
 
 
 cdef void adopt_cache(State* S) noexcept:
     # Called with the GIL held (the cache is only touched under it).
-    cdef int k
+    cdef int k, slot
     for k in range(NCOLS):
-        if _cache_p[k] != NULL and _cache_cap[k] > S.cols[k].cap and S.cols[k].n <= 64:
+        slot = k * CACHE_SLOTS
+        if _cache_cap[slot + 1] > _cache_cap[slot]:
+            slot += 1
+        if _cache_p[slot] != NULL and _cache_cap[slot] > S.cols[k].cap and S.cols[k].n <= 64:
             if S.cols[k].n:
-                memcpy(_cache_p[k], S.cols[k].p, S.cols[k].n)
+                memcpy(_cache_p[slot], S.cols[k].p, S.cols[k].n)
             free(S.cols[k].p)
-            S.cols[k].p = _cache_p[k]
-            S.cols[k].cap = _cache_cap[k]
-            _cache_p[k] = NULL
-            _cache_cap[k] = 0
+            S.cols[k].p = _cache_p[slot]
+            S.cols[k].cap = _cache_cap[slot]
+            _cache_p[slot] = NULL
+            _cache_cap[slot] = 0
 
 
 cdef int grow(Buf* b, Py_ssize_t extra) noexcept nogil:
