@@ -100,12 +100,12 @@ from __future__ import annotations
 __all__ = ["ColumnChunk", "ColumnChunkIterator", "iter_column_chunks", "decode_columns",
            "to_arrow", "arrow_schema"]
 
-import zlib
 from typing import Any, Dict, Iterator, Optional
 
 import numpy as np
 
 from kafkawire import _columnar_common as _C
+from kafkawire import compression
 from kafkawire import _kernels as K
 from kafkawire.errors import CorruptRecordError, KafkaWireError
 
@@ -366,43 +366,7 @@ def _binary_list(offsets: np.ndarray, data: np.ndarray, valid: Optional[np.ndarr
 
 
 def _decompress(codec: int, payload: Any, magic: int, max_size: Optional[int]) -> bytes:
-    try:
-        from kafkawire import compression
-    except ImportError:
-        compression = None
-    if compression is not None and hasattr(compression, "decompress"):
-        return compression.decompress(codec, payload, magic=magic, max_size=max_size)
-    return _fallback_decompress(codec, bytes(payload), max_size)
-
-
-def _fallback_decompress(codec: int, data: bytes, max_size: Optional[int]) -> bytes:
-    # Used only while kafkawire.compression is not importable (parallel development).
-    if codec == 1:
-        out = zlib.decompress(data, 47)
-    elif codec == 2:
-        import snappy
-        if data[:8] == b"\x82SNAPPY\x00":
-            parts, p = [], 16
-            while p < len(data):
-                size = int.from_bytes(data[p:p + 4], "big")
-                parts.append(snappy.decompress(data[p + 4:p + 4 + size]))
-                p += 4 + size
-            out = b"".join(parts)
-        else:
-            out = snappy.decompress(data)
-    elif codec == 3:
-        import lz4.frame
-        out = lz4.frame.decompress(data)
-    elif codec == 4:
-        import zstandard
-        out = zstandard.ZstdDecompressor().decompressobj().decompress(data)
-    else:
-        from kafkawire.errors import UnsupportedCodecError
-        raise UnsupportedCodecError(f"unknown compression codec id {codec}")
-    if max_size is not None and len(out) > max_size:
-        from kafkawire.errors import RecordTooLargeError
-        raise RecordTooLargeError(f"batch inflates past {max_size} bytes", reason="too_large")
-    return out
+    return compression.decompress(codec, payload, magic=magic, max_size=max_size)
 
 
 def _as_bytes_view(data: Any) -> memoryview:
