@@ -11,6 +11,7 @@ wording, on stderr after all files are dumped.
 """
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import struct
@@ -234,16 +235,18 @@ def dump_offset_index(path: str, out: Printer, problems: IndexProblems, *,
     return 0 if log is not None else 1
 
 
-def _lookup_position(entries: List[Tuple[int, int]], base: int, target: int) -> int:
+def _real_entries(entries: List[Tuple[int, int]], base: int) -> List[Tuple[int, int]]:
+    """Entries up to the zero-filled tail of a preallocated index (as Kafka's dump stops)."""
+    for i in range(1, len(entries)):
+        if entries[i][0] == base:
+            return entries[:i]
+    return entries
+
+
+def _lookup_position(offsets: List[int], positions: List[int], target: int) -> int:
     """Position of the largest offset-index entry at or below ``target`` (0 if none)."""
-    pos = 0
-    for i, (offset, position) in enumerate(entries):
-        if offset == base and i > 0:
-            break
-        if offset > target:
-            break
-        pos = position
-    return pos
+    i = bisect.bisect_right(offsets, target)
+    return positions[i - 1] if i else 0
 
 
 def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
@@ -257,9 +260,17 @@ def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
         return 0
     log_path = sibling(path, ".log")
     index_path = sibling(path, ".index")
-    offset_entries: List[Tuple[int, int]] = []
+    offsets: List[int] = []
+    positions: List[int] = []
     if os.path.exists(index_path):
         _, offset_entries, _ = read_offset_index(index_path)
+        real = _real_entries(offset_entries, base)
+        # an untrusted index may not be sorted: only its increasing prefix is searchable
+        for o, p in real:
+            if offsets and o <= offsets[-1]:
+                break
+            offsets.append(o)
+            positions.append(p)
     log = MappedFile(log_path) if os.path.exists(log_path) else None
     if log is None and entries:
         err(f"kafkawire: {path}: cannot check entries, the log file {log_path} does not exist")
@@ -269,7 +280,7 @@ def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
             if offset == base and i > 0:
                 break
             if log is not None:
-                start = _lookup_position(offset_entries, base, offset)
+                start = _lookup_position(offsets, positions, offset)
                 batch = next((b for b in _batches_from(log.data, start)
                               if b.last_offset >= offset), None)
                 if batch is None:
