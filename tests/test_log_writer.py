@@ -209,3 +209,20 @@ def test_crash_safety_kill_writer_soak(tmp_path):
     rnd = random.Random()
     for run in range(200):
         _crash_once(tmp_path, rnd, run, "fast" if run % 2 else "pure")
+
+
+def test_explicit_roll_leaves_empty_active_segment(tmp_path):
+    d = tmp_path / "t-0"
+    with LogWriter(d) as w:
+        w.append_records([b"a", b"b", b"c"])
+        w.roll()
+        assert w.next_offset == 3
+        with Log.open(d) as log:
+            assert [s.base_offset for s in log.segments] == [0, 3]
+            assert log.next_offset == 3 and log.locate(3) is None
+    with LogWriter(d) as w:            # reopening continues in the empty segment
+        assert w.next_offset == 3
+        w.append_records([b"d"])
+    with Log.open(d) as log:
+        assert [r.value for r in log.records()] == [b"a", b"b", b"c", b"d"]
+        assert log.verify().ok

@@ -82,10 +82,12 @@ class Log:
     @property
     def next_offset(self) -> int:
         """One past the last offset written (the log end offset)."""
+        last_base = self.segments[-1].base_offset if self.segments else 0
         for seg in reversed(self.segments):
             if seg.size:
-                return seg.next_offset
-        return self.segments[-1].base_offset if self.segments else 0
+                # a freshly rolled, still empty segment is named by the next offset
+                return max(seg.next_offset, last_base)
+        return last_base
 
     @property
     def size(self) -> int:
