@@ -252,6 +252,11 @@ cdef inline int rd_varint(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, int
         out[0] = <int64_t>(b >> 1) ^ -<int64_t>(b & 1)
         pos[0] = p + 1
         return 0
+    if p + 1 < end and d[p + 1] < 0x80:
+        b = (d[p] & 0x7F) | (<uint64_t>d[p + 1] << 7)
+        out[0] = <int64_t>(b >> 1) ^ -<int64_t>(b & 1)
+        pos[0] = p + 2
+        return 0
     while True:
         if p >= end:
             return -1
