@@ -222,7 +222,9 @@ class Segment:
             idx = self.offset_index
             tim = self.time_index
             max_ts, ts_offset = tim.last_entry
-            start = idx.lookup(max(idx.last_offset, ts_offset))[1] if idx.entries else 0
+            # Batches before the last offset entry are covered by the time index's last entry
+            # (a broker adds both together); with no time entries at all, scan everything.
+            start = idx.lookup(max(idx.last_offset, ts_offset))[1] if idx.entries and tim.entries else 0
             next_offset = self.base_offset
             rows, stop, _ = K.scan_batches(self._buf, start, self.size, -1, False)
             if len(rows) == 0 and start > 0:
