@@ -392,3 +392,14 @@ def test_mmap_can_be_closed_after_iteration(tmp_path):
         it = iter_column_chunks(m)
         assert sum(len(c) for c in it) == 10
         m.close()
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd" if "zstd" in CODECS else "gzip"])
+def test_delete_horizon_batches(codec):
+    b = BatchBuilder(2, codec, base_offset=3, delete_horizon=TS + 86_400_000)
+    b.append(b"a", key=b"k1", timestamp=TS)
+    b.append(None, key=b"k2", timestamp=TS + 5)
+    data = b.build()
+    chunk = decode_columns(data)
+    assert rows_of(chunk) == records_of(data)
+    assert chunk.timestamp.tolist() == [TS, TS + 5]
