@@ -20,7 +20,7 @@ from kafkawire import _scan_common as C
 
 cnp.import_array()
 
-__all__ = ["scan_batches"]
+__all__ = ["scan_batches", "scan_batch_objects"]
 
 cdef extern from "crc_impl.h":
     uint32_t kw_crc32c(uint32_t crc, const unsigned char *buf, size_t len) nogil
@@ -172,3 +172,140 @@ def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_coun
         PyBuffer_Release(&view)
         free(rows.data)
     return out, pos, status
+
+
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        const char *name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char *doc
+    enum:
+        T_OBJECT_EX
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef *d_member
+    ctypedef struct PyTypeObject:
+        Py_ssize_t tp_basicsize
+        PyObject *(*tp_alloc)(PyTypeObject *, Py_ssize_t)
+
+
+cdef Py_ssize_t _slot_offset(type cls, object name) except -1:
+    descr = None
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            descr = klass.__dict__[name]
+            break
+    if descr is None or type(descr).__name__ != "member_descriptor":
+        raise TypeError(f"{cls.__name__}.{name} is not a __slots__ member")
+    cdef PyMemberDef *m = (<PyMemberDescrObject *><PyObject *>descr).d_member
+    if m.type != T_OBJECT_EX or m.offset <= 0 or \
+            m.offset + <Py_ssize_t>sizeof(PyObject *) > (<PyTypeObject *>cls).tp_basicsize:
+        raise TypeError(f"{cls.__name__}.{name} is not an object slot")
+    return m.offset
+
+
+cdef inline void _set_slot(PyObject *obj, Py_ssize_t off, object value):
+    cdef PyObject **slot = <PyObject **>((<char *>obj) + off)
+    Py_INCREF(value)
+    Py_XDECREF(slot[0])
+    slot[0] = <PyObject *>value
+
+
+cdef dict _offset_cache = {}
+_ACYCLIC = {bytes, int, type(None), str, float, bool}
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *op)
+
+
+cdef tuple _offsets(type v2_type, tuple slot_names, tuple extra_names):
+    key = (v2_type, slot_names, extra_names)
+    got = _offset_cache.get(key)
+    if got is None:
+        got = (tuple([-1 if n is None else _slot_offset(v2_type, n) for n in slot_names]),
+               tuple([_slot_offset(v2_type, n) for n in extra_names]))
+        _offset_cache[key] = got
+    return <tuple>got
+
+
+def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_count,
+                       bint check_crc, type v2_type, tuple slot_names, tuple extra_names,
+                       tuple extra_values):
+    """``scan_batches``, building objects instead of an array; see ``kafkawire._pure.scan``."""
+    cdef Py_buffer view
+    cdef Rows rows
+    cdef Py_ssize_t pos, i, j, nextra = len(extra_names)
+    cdef int status
+    cdef bint skip = False
+    cdef const unsigned char *p
+    cdef Py_ssize_t offs[NF]
+    cdef Py_ssize_t extra_offs[16]
+    cdef const int64_t *row
+    cdef PyObject *obj
+    cdef Py_ssize_t n_legacy = 0
+    cdef list out
+    if len(slot_names) != NF or nextra > 16 or len(extra_values) != nextra:
+        raise ValueError("scan_batch_objects: need NFIELDS slot names and at most 16 extras")
+    o1, o2 = _offsets(v2_type, slot_names, extra_names)
+    # the objects hold only ints and the caller's extras; when those cannot
+    # reference the objects back (no cycles), the cyclic GC need not track them
+    cdef bint untrack = all(type(v) in _ACYCLIC for v in extra_values)
+    for j in range(NF):
+        offs[j] = o1[j]
+    for j in range(nextra):
+        extra_offs[j] = o2[j]
+    rows.data = NULL
+    rows.n = 0
+    rows.cap = 0
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        p = <const unsigned char *>view.buf
+        if end < 0 or end > view.len:
+            end = view.len
+        if start < 0:
+            start = 0
+        pos = start
+        while True:
+            with nogil:
+                status = scan_core(p, &pos, end, max_count, check_crc, skip, &rows)
+            if status != NEED_LEGACY_CRC:
+                break
+            size = kw_be_i32(p + pos + 8) + 12
+            stored = kw_be_u32(p + pos + 12)
+            if zlib.crc32((<object>memoryview(buf).cast("B"))[pos + 16:pos + size]) != stored:
+                status = 4
+                break
+            skip = True
+        if status < 0:
+            raise MemoryError("scan_batch_objects: out of memory")
+        out = PyList_New(rows.n)
+        for i in range(rows.n):
+            row = rows.data + i * NF
+            if row[4] == 2:
+                obj = (<PyTypeObject *>v2_type).tp_alloc(<PyTypeObject *>v2_type, 0)
+                if obj == NULL:
+                    raise MemoryError()
+                o = <object>obj
+                Py_XDECREF(obj)  # `o` holds the reference now
+                if untrack:
+                    PyObject_GC_UnTrack(obj)
+                for j in range(NF):
+                    if offs[j] >= 0:
+                        _set_slot(obj, offs[j], row[j])
+                for j in range(nextra):
+                    _set_slot(obj, extra_offs[j], extra_values[j])
+            else:
+                o = tuple([row[j] for j in range(NF)])
+                n_legacy += 1
+            Py_INCREF(o)
+            PyList_SET_ITEM(out, i, o)
+    finally:
+        PyBuffer_Release(&view)
+        free(rows.data)
+    return out, pos, status, n_legacy

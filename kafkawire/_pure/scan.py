@@ -47,7 +47,7 @@ import numpy as np
 from kafkawire import _scan_common as C
 from kafkawire._pure.crc import crc32c
 
-__all__ = ["scan_batches"]
+__all__ = ["scan_batches", "scan_batch_objects"]
 
 _V2 = struct.Struct(">qiiBIhiqqqhii")  # offset .. record count (61 bytes)
 _V1 = struct.Struct(">qiIbbq")         # offset, length, crc, magic, attributes, timestamp
@@ -113,3 +113,36 @@ def scan_batches(buf, start: int = 0, end: int = -1, max_count: int = -1,
         pos += size
     headers = np.array(rows, dtype=np.int64).reshape(len(rows), C.NFIELDS)
     return headers, pos, status
+
+
+def scan_batch_objects(buf, start: int, end: int, max_count: int, check_crc: bool, v2_type,
+                       slot_names, extra_names, extra_values):
+    """``scan_batches``, building objects instead of an array.
+
+    Returns ``(objects, stop_position, status, n_legacy)``: for a v2 row a new
+    ``v2_type`` instance (created without ``__init__``) whose ``__slots__``
+    named by ``slot_names`` (one per column, None to skip) hold the row's
+    values and those in ``extra_names`` hold ``extra_values``; for a v0/v1 row
+    the row as a tuple (``n_legacy`` counts them).  It lets the front end skip
+    a Python-level constructor per batch.
+    """
+    headers, stop, status = scan_batches(buf, start, end, max_count, check_crc)
+    if len(slot_names) != C.NFIELDS or len(extra_names) != len(extra_values):
+        raise ValueError("scan_batch_objects: need NFIELDS slot names and matching extras")
+    out = []
+    n_legacy = 0
+    new = object.__new__
+    pairs = [(i, n) for i, n in enumerate(slot_names) if n is not None]
+    extras = list(zip(extra_names, extra_values))
+    for row in headers.tolist():
+        if row[C.MAGIC] == 2:
+            obj = new(v2_type)
+            for i, name in pairs:
+                setattr(obj, name, row[i])
+            for name, value in extras:
+                setattr(obj, name, value)
+            out.append(obj)
+        else:
+            out.append(tuple(row))
+            n_legacy += 1
+    return out, stop, status, n_legacy

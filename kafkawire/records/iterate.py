@@ -19,7 +19,7 @@ from kafkawire.records.legacy import LegacyBatch
 __all__ = ["iter_batches", "BatchIterator", "SCAN_CHUNK"]
 
 #: Batches read per scan-kernel call.
-SCAN_CHUNK = 1024
+SCAN_CHUNK = 256
 
 
 class BatchIterator:
@@ -63,16 +63,18 @@ class BatchIterator:
 
     def _run(self):
         buf, pos, end, base, msize = self._buf, self._start, self._end, self._base, self._max_size
-        v2_from_row = RecordBatch._from_row
         legacy_from_row = LegacyBatch._from_row
-        scan = K.scan_batches
+        scan = K.scan_batch_objects
+        extras = (buf, base, msize, None)
+        verify = self._verify
         while True:
-            rows, stop, status = scan(buf, pos, end, SCAN_CHUNK, self._verify)
-            for row in rows.tolist():
-                if row[4] == 2:
-                    yield v2_from_row(buf, row, base, msize)
-                else:
-                    yield legacy_from_row(buf, row, base, msize)
+            objs, stop, status, n_legacy = scan(buf, pos, end, SCAN_CHUNK, verify, RecordBatch,
+                                                _V2_SLOTS, _V2_EXTRAS, extras)
+            if n_legacy:
+                for b in objs:
+                    yield legacy_from_row(buf, b, base, msize) if type(b) is tuple else b
+            else:
+                yield from objs
             pos = stop
             self.stop_position = base + stop
             if status == C.OK:
@@ -83,6 +85,13 @@ class BatchIterator:
                 self.partial_tail = base + stop
                 return
             raise _status_error(buf, stop, end, base, status)
+
+
+#: RecordBatch slots filled from each header column (None: not stored; magic is a class attribute).
+_V2_SLOTS = ("_pos", "size", "base_offset", "last_offset", None, "attributes", "crc",
+             "partition_leader_epoch", "first_timestamp", "max_timestamp", "producer_id",
+             "producer_epoch", "base_sequence", "record_count")
+_V2_EXTRAS = ("_buf", "_base_position", "_max_size", "_control")
 
 
 def _status_error(buf, pos: int, end: int, base: int, status: int) -> CorruptRecordError:
