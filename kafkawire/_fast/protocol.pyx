@@ -16,8 +16,7 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF, Py_DECREF
 
 cdef extern from "Python.h":
-    int PyObject_GenericSetDict(object o, object value, void* context) except -1
-    object PyType_GenericAlloc(object tp, Py_ssize_t nitems)
+    object PyType_GenericAlloc(PyTypeObject* tp, Py_ssize_t nitems)
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
     ctypedef struct PyMemberDef:
         Py_ssize_t offset
@@ -31,37 +30,38 @@ from kafkawire._protocol_common import MessageDecodeError, UNKNOWN_TAGS
 
 __all__ = ["decode_struct", "encode_struct", "encode_message", "read_uvarint"]
 
-DEF SPLICE_MIN = 65536
 
 # codes (see kafkawire/_protocol_common.py; a test checks they agree)
-DEF C_BOOL = 0
-DEF C_INT8 = 1
-DEF C_INT16 = 2
-DEF C_INT32 = 3
-DEF C_INT64 = 4
-DEF C_UINT16 = 5
-DEF C_UINT32 = 6
-DEF C_VARINT = 7
-DEF C_VARLONG = 8
-DEF C_UVARINT = 9
-DEF C_FLOAT64 = 10
-DEF C_UUID = 11
-DEF C_STRING = 12
-DEF C_NSTRING = 13
-DEF C_CSTRING = 14
-DEF C_CNSTRING = 15
-DEF C_BYTES = 16
-DEF C_NBYTES = 17
-DEF C_CBYTES = 18
-DEF C_CNBYTES = 19
-DEF C_RECORDS = 20
-DEF C_CRECORDS = 21
-DEF C_ARRAY = 22
-DEF C_NARRAY = 23
-DEF C_CARRAY = 24
-DEF C_CNARRAY = 25
-DEF C_STRUCT = 26
-DEF C_NSTRUCT = 27
+cdef enum:
+    SPLICE_MIN = 65536
+    C_BOOL = 0
+    C_INT8 = 1
+    C_INT16 = 2
+    C_INT32 = 3
+    C_INT64 = 4
+    C_UINT16 = 5
+    C_UINT32 = 6
+    C_VARINT = 7
+    C_VARLONG = 8
+    C_UVARINT = 9
+    C_FLOAT64 = 10
+    C_UUID = 11
+    C_STRING = 12
+    C_NSTRING = 13
+    C_CSTRING = 14
+    C_CNSTRING = 15
+    C_BYTES = 16
+    C_NBYTES = 17
+    C_CBYTES = 18
+    C_CNBYTES = 19
+    C_RECORDS = 20
+    C_CRECORDS = 21
+    C_ARRAY = 22
+    C_NARRAY = 23
+    C_CARRAY = 24
+    C_CNARRAY = 25
+    C_STRUCT = 26
+    C_NSTRUCT = 27
 
 CODES = {"BOOL": C_BOOL, "INT8": C_INT8, "INT16": C_INT16, "INT32": C_INT32, "INT64": C_INT64,
          "UINT16": C_UINT16, "UINT32": C_UINT32, "VARINT": C_VARINT, "VARLONG": C_VARLONG,
@@ -329,7 +329,8 @@ cdef object _dec_struct(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end
     cdef tuple op
     cdef Py_ssize_t count, i, size, tag, start
     cdef object known, unknown = None, factory
-    cdef object obj = PyType_GenericAlloc(prog[0], 0)
+    cdef object cls = prog[0]
+    cdef object obj = PyType_GenericAlloc(<PyTypeObject*>cls, 0)
     cdef tuple offs = _offsets(prog)
     cdef tuple op_offs = <tuple>offs[1]
     cdef tuple def_offs = <tuple>offs[2]
