@@ -118,6 +118,9 @@ class LogWriter:
     continue after its last offset.  Use as a context manager, or call
     :meth:`close`.
 
+    One writer per folder, used from one thread at a time (like a broker's
+    partition lock); readers in any process may read concurrently.
+
     ``segment_bytes``, ``segment_ms``, ``index_interval_bytes`` and
     ``max_index_bytes`` mean what the broker's ``segment.bytes``,
     ``segment.ms``, ``index.interval.bytes`` and ``segment.index.bytes`` mean.
