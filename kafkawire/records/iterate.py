@@ -8,6 +8,7 @@ anything else malformed raises ``CorruptRecordError`` naming its position.
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Iterator, Optional, Union
 
 from kafkawire import _kernels as K
@@ -52,16 +53,18 @@ class BatchIterator:
         self._max_size = max_decompressed_size
         self.partial_tail: Optional[int] = None
         self.stop_position: int = base_position + start
-        self._gen = self._run()
+        # Batches come from a C-level chain over per-chunk lists, so a for loop
+        # resumes Python code once per chunk, not once per batch.
+        self._gen = chain.from_iterable(self._chunks())
 
     def __iter__(self):
-        # The generator itself, so a for loop pays no Python-level __next__ per batch.
         return self._gen
 
     def __next__(self) -> Union[RecordBatch, LegacyBatch]:
         return next(self._gen)
 
-    def _run(self):
+    def _chunks(self):
+        """Yield lists of batch objects; record where and why scanning stopped."""
         buf, pos, end, base, msize = self._buf, self._start, self._end, self._base, self._max_size
         legacy_from_row = LegacyBatch._from_row
         scan = K.scan_batch_objects
@@ -71,16 +74,17 @@ class BatchIterator:
             objs, stop, status, n_legacy = scan(buf, pos, end, SCAN_CHUNK, verify, RecordBatch,
                                                 _V2_SLOTS, _V2_EXTRAS, extras)
             if n_legacy:
-                for b in objs:
-                    yield legacy_from_row(buf, b, base, msize) if type(b) is tuple else b
-            else:
-                yield from objs
+                objs = [legacy_from_row(buf, b, base, msize) if type(b) is tuple else b
+                        for b in objs]
             pos = stop
+            if status == C.OK and stop < end:
+                self.stop_position = base + stop
+                yield objs
+                continue
+            yield objs
             self.stop_position = base + stop
             if status == C.OK:
-                if stop >= end:
-                    return
-                continue
+                return
             if status == C.PARTIAL:
                 self.partial_tail = base + stop
                 return
