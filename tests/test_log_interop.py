@@ -27,6 +27,7 @@ CONFIGS = {
     "v2-prealloc-active": "appends=300 segmentBytes=70000 active=prealloc preallocate=65536",
     "v2-shuffled-ts": "appends=300 shuffleTs=1 segmentBytes=50000",
     "v2-logappendtime-gzip": "codec=gzip lat=1 appends=100 segmentBytes=30000",
+    "mixed-magic-v0-v1-v2": "mixedMagic=1 codec=gzip appends=150 segmentBytes=25000",
 }
 
 
@@ -188,6 +189,7 @@ def test_broker_quirks_present(kafka_folders):
     assert big["size"] > 3000 and sum(1 for x in b if x["seg"] == big["seg"]) == 1  # oversize alone
     for s in F.list_partition(kafka_folders["v0-gzip"]["dir"]).segments:
         assert os.path.getsize(s.timeindex) == 0                     # magic 0: no time index
+    assert {b["magic"] for b in kafka_folders["mixed-magic-v0-v1-v2"]["batches"]} == {0, 1, 2}
     active = F.list_partition(kafka_folders["v2-prealloc-active"]["dir"]).segments[-1]
     assert os.path.getsize(active.index) == 65536                     # preallocated, zero tail
 

@@ -156,6 +156,7 @@ public class LogFolderHelper {
         boolean gaps = o.getOrDefault("gaps", "0").equals("1");
         boolean shuffleTs = o.getOrDefault("shuffleTs", "0").equals("1");
         boolean logAppendTime = o.getOrDefault("lat", "0").equals("1");
+        boolean mixedMagic = o.getOrDefault("mixedMagic", "0").equals("1");  // v0, then v1, then v2
         int baseGap = Integer.parseInt(o.getOrDefault("baseGap", "0"));
         int bigAt = Integer.parseInt(o.getOrDefault("bigAt", "-1"));
         String active = o.getOrDefault("active", "clean");
@@ -189,12 +190,14 @@ public class LogFolderHelper {
                 }
                 nextOffset++;
             } else {
+                byte m = mixedMagic ? (byte) (a * 3 / appends) : magic;
+                TimestampType tt = m == 0 ? TimestampType.NO_TIMESTAMP_TYPE : tsType == TimestampType.NO_TIMESTAMP_TYPE ? TimestampType.CREATE_TIME : tsType;
                 for (int b = 0; b < perAppend; b++) {
                     long pid = txn ? 1000 + phase : -1;
                     ByteBuffer buf = ByteBuffer.allocate(1 << 20);
                     int vs = a == bigAt ? segmentBytes + 1000 : valueSize;
                     if (vs > buf.capacity() / 2) buf = ByteBuffer.allocate(vs * 2 + 4096);
-                    MemoryRecordsBuilder bld = MemoryRecords.builder(buf, magic, compression, tsType, nextOffset,
+                    MemoryRecordsBuilder bld = MemoryRecords.builder(buf, m, compression, tt, nextOffset,
                             logAppendTime ? ts + 5 : RecordBatch.NO_TIMESTAMP, pid, (short) (txn ? 3 : -1),
                             txn ? (int) (nextOffset & 0xffff) : -1, txn, 0);
                     if (txn) openTxns.putIfAbsent(pid, nextOffset);
@@ -203,7 +206,7 @@ public class LogFolderHelper {
                         byte[] value = new byte[vs];
                         rnd.nextBytes(value);
                         long rts = shuffleTs ? ts + rnd.nextInt(2000) - 1000 : ts;
-                        Header[] headers = magic == 2 && r % 3 == 0
+                        Header[] headers = m == 2 && r % 3 == 0
                                 ? new Header[]{new RecordHeader("h", new byte[]{(byte) r})} : new Header[0];
                         bld.appendWithOffset(nextOffset, rts, key, value, headers);
                         nextOffset += gaps && (r % 4 == 1) ? 2 : 1;
