@@ -310,3 +310,21 @@ def test_api_versions_unsupported_version_falls_back_to_v0_body():
     frame = P.encode_response(v0, 0, correlation_id=1)
     corr, body = P.decode_response(P.ApiKey.API_VERSIONS, 4, frame)
     assert corr == 1 and body.error_code == 35 and body.api_keys[0].max_version == 2
+
+
+def test_large_record_sections_encode_exactly():
+    big = bytes(range(256)) * 1024  # 256 KiB: takes the copy-once path
+    resp = P.FetchResponse(responses=[{"topic_id": uuid.UUID(int=5), "partitions": [
+        {"partition_index": i, "records": big[i:]} for i in range(3)] + [
+        {"partition_index": 9, "records": b"small"}]}])
+    body = resp.encode(16)
+    back = P.FetchResponse.decode(body, 16)
+    assert [bytes(p.records) for p in back.responses[0].partitions] == \
+        [big, big[1:], big[2:], b"small"]
+    assert back.encode(16) == body
+    frame = P.encode_response(resp, 16, correlation_id=4)
+    assert frame[4:] == b"\0\0\0\4\0" + body and int.from_bytes(frame[:4], "big") == len(frame) - 4
+    req = P.ProduceRequest(acks=1, timeout_ms=5, topic_data=[
+        {"name": "t", "partition_data": [{"index": 0, "records": big}]}])
+    rframe = P.encode_request(req, 9, correlation_id=1, client_id="c")
+    assert bytes(P.decode_request(rframe).message.topic_data[0].partition_data[0].records) == big

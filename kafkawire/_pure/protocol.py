@@ -27,6 +27,7 @@ _I = struct.Struct(">i")
 _UI = struct.Struct(">I")
 _Q = struct.Struct(">q")
 _D = struct.Struct(">d")
+_SPLICE_MIN = 65536
 _FIXED = {BOOL: (_B, 1), INT8: (_B, 1), INT16: (_H, 2), UINT16: (_UH, 2), INT32: (_I, 4),
           UINT32: (_UI, 4), INT64: (_Q, 8), FLOAT64: (_D, 8)}
 
@@ -252,7 +253,7 @@ def _len_prefix(out, n, compact, wide):
         out += _H.pack(n)
 
 
-def _encode_value(out: bytearray, v, code, arg) -> None:
+def _encode_value(out: bytearray, v, code, arg, big=None) -> None:
     fixed = _FIXED.get(code)
     if fixed is not None:
         if code == BOOL:
@@ -282,7 +283,10 @@ def _encode_value(out: bytearray, v, code, arg) -> None:
             return
         b = memoryview(v)
         _len_prefix(out, b.nbytes, compact, True)
-        out += b
+        if big is not None and b.nbytes >= _SPLICE_MIN:
+            big.append((len(out), b))  # copied once, into the final bytes
+        else:
+            out += b
         return
     if ARRAY <= code <= CNARRAY:
         compact = code >= CARRAY
@@ -295,20 +299,20 @@ def _encode_value(out: bytearray, v, code, arg) -> None:
         ecode, earg = arg
         if ecode == STRUCT:
             for item in v:
-                _encode(out, item, earg)
+                _encode(out, item, earg, big)
         else:
             for item in v:
-                _encode_value(out, item, ecode, earg)
+                _encode_value(out, item, ecode, earg, big)
         return
     if code == STRUCT:
-        _encode(out, v, arg)
+        _encode(out, v, arg, big)
         return
     if code == NSTRUCT:
         if v is None:
             out.append(0xFF)
         else:
             out.append(1)
-            _encode(out, v, arg)
+            _encode(out, v, arg, big)
         return
     if code == UUID:
         if isinstance(v, _uuid.UUID):
@@ -331,14 +335,14 @@ def _encode_value(out: bytearray, v, code, arg) -> None:
     raise ValueError(f"unknown field code {code}")
 
 
-def _encode(out: bytearray, obj, prog) -> None:
+def _encode(out: bytearray, obj, prog, big=None) -> None:
     _cls, ops, tagged, _tag_map, _defaults, flexible = prog
     if isinstance(obj, dict):
         get = obj.__getitem__
     else:
         get = obj.__getattribute__
     for name, code, arg in ops:
-        _encode_value(out, get(name), code, arg)
+        _encode_value(out, get(name), code, arg, big)
     if flexible:
         fields = []
         for tag, name, code, arg, default in tagged:
@@ -371,9 +375,21 @@ def encode_message(obj, prog, prefix, sized: bool) -> bytes:
     the first 4 bytes of ``prefix`` (a placeholder) become the int32 size of
     everything after them."""
     out = bytearray(prefix)
-    _encode(out, obj, prog)
+    big = []
+    _encode(out, obj, prog, big)
+    total = len(out) + sum(b.nbytes for _, b in big)
     if sized:
-        if len(out) - 4 > 0x7FFFFFFF:
-            raise OverflowError(f"message of {len(out) - 4} bytes does not fit a Kafka frame")
-        out[0:4] = _I.pack(len(out) - 4)
-    return bytes(out)
+        if total - 4 > 0x7FFFFFFF:
+            raise OverflowError(f"message of {total - 4} bytes does not fit a Kafka frame")
+        out[0:4] = _I.pack(total - 4)
+    if not big:
+        return bytes(out)
+    view = memoryview(out)
+    parts = []
+    src = 0
+    for at, b in big:
+        parts.append(view[src:at])
+        parts.append(b)
+        src = at
+    parts.append(view[src:])
+    return b"".join(parts)
