@@ -303,12 +303,21 @@ cdef inline int res(Buf* b, int64_t k) noexcept nogil:
 
 cdef int reserve(State* S, int64_t records, int64_t data) noexcept nogil:
     cdef Buf* c = S.cols
+    cdef int64_t headers
     if (res(&c[C_OFFSET], 8 * records) or res(&c[C_TS], 8 * records)
             or res(&c[C_TSTYPE], 4 * records)
             or res(&c[C_KOFF], 4 * records) or res(&c[C_VOFF], 4 * records)
             or res(&c[C_KVALID], records) or res(&c[C_VVALID], records)
             or res(&c[C_KDATA], data) or res(&c[C_VDATA], data)):
         return ERR_NOMEM
+    if S.include_headers:
+        # A header takes at least two bytes (its two length varints).
+        headers = data // 2 + 1
+        if (res(&c[C_HOFF], 4 * records) or res(&c[C_HVALID], records)
+                or res(&c[C_HKOFF], 4 * headers) or res(&c[C_HVOFF], 4 * headers)
+                or res(&c[C_HVVALID], headers)
+                or res(&c[C_HKDATA], data) or res(&c[C_HVDATA], data)):
+            return ERR_NOMEM
     return 0
 
 
@@ -397,6 +406,14 @@ ctypedef struct Cur:
     uint8_t* vval
     char* kd
     char* vd
+    int32_t* hoff
+    uint8_t* hval
+    int32_t* hkoff
+    int32_t* hvoff
+    uint8_t* hvval
+    char* hkd
+    char* hvd
+    int64_t nh
     int64_t n
     int64_t nbytes
     int64_t next
@@ -413,6 +430,14 @@ cdef inline void cur_load(State* S, Cur* u) noexcept nogil:
     u.vval = <uint8_t*>(c[C_VVALID].p + c[C_VVALID].n)
     u.kd = c[C_KDATA].p + c[C_KDATA].n
     u.vd = c[C_VDATA].p + c[C_VDATA].n
+    u.hoff = <int32_t*>(c[C_HOFF].p + c[C_HOFF].n)
+    u.hval = <uint8_t*>(c[C_HVALID].p + c[C_HVALID].n)
+    u.hkoff = <int32_t*>(c[C_HKOFF].p + c[C_HKOFF].n)
+    u.hvoff = <int32_t*>(c[C_HVOFF].p + c[C_HVOFF].n)
+    u.hvval = <uint8_t*>(c[C_HVVALID].p + c[C_HVVALID].n)
+    u.hkd = c[C_HKDATA].p + c[C_HKDATA].n
+    u.hvd = c[C_HVDATA].p + c[C_HVDATA].n
+    u.nh = S.nh
     u.n = S.n
     u.nbytes = S.data_bytes
     u.next = S.next_offset
@@ -429,6 +454,14 @@ cdef inline void cur_store(State* S, Cur* u) noexcept nogil:
     c[C_VVALID].n = <char*>u.vval - c[C_VVALID].p
     c[C_KDATA].n = u.kd - c[C_KDATA].p
     c[C_VDATA].n = u.vd - c[C_VDATA].p
+    c[C_HOFF].n = <char*>u.hoff - c[C_HOFF].p
+    c[C_HVALID].n = <char*>u.hval - c[C_HVALID].p
+    c[C_HKOFF].n = <char*>u.hkoff - c[C_HKOFF].p
+    c[C_HVOFF].n = <char*>u.hvoff - c[C_HVOFF].p
+    c[C_HVVALID].n = <char*>u.hvval - c[C_HVVALID].p
+    c[C_HKDATA].n = u.hkd - c[C_HKDATA].p
+    c[C_HVDATA].n = u.hvd - c[C_HVDATA].p
+    S.nh = u.nh
     S.n = u.n
     S.data_bytes = u.nbytes
     S.next_offset = u.next
@@ -449,12 +482,16 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
     cdef Cur u
     cdef char* kd0
     cdef char* vd0
+    cdef char* hkd0
+    cdef char* hvd0
     if rem > 0 and not x.control:
         if reserve(S, rem, end - pos):
             return ERR_NOMEM
     cur_load(S, &u)
     kd0 = c[C_KDATA].p
     vd0 = c[C_VDATA].p
+    hkd0 = c[C_HKDATA].p
+    hvd0 = c[C_HVDATA].p
     while i < x.count:
         rstart = pos
         here = pos if inplace else errpos
@@ -518,16 +555,18 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
             if hvlen < -1 or hvlen > rend - pos:
                 return fail_at(S, here, offset, b"length", b"header value length is invalid")
             if with_h:
-                if (pushbytes(&c[C_HKDATA], d + hk, hklen)
-                        or push4(&c[C_HKOFF], <int32_t>c[C_HKDATA].n)):
-                    return ERR_NOMEM
-                if hvlen >= 0:
-                    if pushbytes(&c[C_HVDATA], d + pos, hvlen) or push1(&c[C_HVVALID], 1):
-                        return ERR_NOMEM
-                elif push1(&c[C_HVVALID], 0):
-                    return ERR_NOMEM
-                if push4(&c[C_HVOFF], <int32_t>c[C_HVDATA].n):
-                    return ERR_NOMEM
+                if hklen > 0:
+                    memcpy(u.hkd, d + hk, hklen)
+                    u.hkd += hklen
+                u.hkoff[0] = <int32_t>(u.hkd - hkd0)
+                u.hkoff += 1
+                if hvlen > 0:
+                    memcpy(u.hvd, d + pos, hvlen)
+                    u.hvd += hvlen
+                u.hvval[0] = hvlen >= 0
+                u.hvval += 1
+                u.hvoff[0] = <int32_t>(u.hvd - hvd0)
+                u.hvoff += 1
             if hvlen > 0:
                 pos += hvlen
             j += 1
@@ -553,9 +592,11 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
                     return ERR_NOMEM
                 run_open = 1
             if with_h:
-                S.nh += hcount
-                if push4(&c[C_HOFF], <int32_t>S.nh) or push1(&c[C_HVALID], hcount > 0):
-                    return ERR_NOMEM
+                u.nh += hcount
+                u.hoff[0] = <int32_t>u.nh
+                u.hoff += 1
+                u.hval[0] = hcount > 0
+                u.hval += 1
             u.off[0] = offset
             u.off += 1
             u.ts[0] = ts
