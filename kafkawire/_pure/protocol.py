@@ -140,6 +140,10 @@ def _decode_value(mv, pos, end, code, arg):
                 f"array of {n} elements cannot fit in the {end - pos2} bytes left in the frame",
                 position=pos, reason="length")
         ecode, earg = arg
+        if ecode == INT32:
+            if pos2 + 4 * n > end:
+                raise _truncated(pos2, 4 * n, end, "int32 array")
+            return list(struct.unpack_from(f">{n}i", mv, pos2)), pos2 + 4 * n
         out = []
         append = out.append
         if ecode == STRUCT:
@@ -172,11 +176,54 @@ def _decode_value(mv, pos, end, code, arg):
     raise MessageDecodeError(f"unknown field code {code}", position=pos)
 
 
+_FMT = {BOOL: "b", INT8: "b", INT16: "h", UINT16: "H", INT32: "i", UINT32: "I", INT64: "q",
+        FLOAT64: "d"}
+_PLANS = {}
+
+
+def _plan(prog):
+    """The program's wire fields with runs of fixed-size fields merged into one
+    ``struct.unpack_from`` each (cached per program)."""
+    cached = _PLANS.get(id(prog))
+    if cached is not None and cached[0] is prog:
+        return cached[1]
+    steps = []
+    names, fmt, bools = [], "", []
+
+    def flush():
+        nonlocal names, fmt, bools
+        if names:
+            st = struct.Struct(">" + fmt)
+            steps.append((True, tuple(names), st, st.size, tuple(bools)))
+        names, fmt, bools = [], "", []
+
+    for name, code, arg in prog[1]:
+        if code in _FMT:
+            if code == BOOL:
+                bools.append(name)
+            names.append(name)
+            fmt += _FMT[code]
+        else:
+            flush()
+            steps.append((False, name, code, arg, None))
+    flush()
+    _PLANS[id(prog)] = (prog, tuple(steps))
+    return tuple(steps)
+
+
 def _decode(mv, pos, end, prog):
-    cls, ops, _tagged, tag_map, defaults, flexible = prog
+    cls, _ops, _tagged, tag_map, defaults, flexible = prog
     d = {}
-    for name, code, arg in ops:
-        d[name], pos = _decode_value(mv, pos, end, code, arg)
+    for fixed, name, code, arg, bools in _plan(prog):
+        if fixed:
+            if pos + arg > end:
+                raise _truncated(pos, arg, end, f"fields {', '.join(name)}")
+            d.update(zip(name, code.unpack_from(mv, pos)))
+            pos += arg
+            for b in bools:
+                d[b] = d[b] != 0
+        else:
+            d[name], pos = _decode_value(mv, pos, end, code, arg)
     if flexible:
         count, pos = read_uvarint(mv, pos, end)
         unknown = None
