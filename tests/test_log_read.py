@@ -8,7 +8,7 @@ import pytest
 
 from kafkawire import Log, LogDir, LogWriter, Segment
 from kafkawire.errors import LogError
-from kafkawire.records import BatchBuilder, control_batch
+from kafkawire.records import BatchBuilder
 
 TS = 1_700_000_000_000
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from kafkawire import _kernels as K

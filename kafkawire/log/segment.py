@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Iterator, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log import files as F
-from kafkawire.log.index import (NO_TIMESTAMP, OffsetIndex, TimeIndex, build_indexes,
+from kafkawire.log.index import (OffsetIndex, TimeIndex, build_indexes,
                                  load_offset_index, load_time_index)
 from kafkawire.log.txnindex import AbortedTxn, read_txn_index
 
