@@ -186,3 +186,21 @@ def test_partition_metadata_files(tmp_path):
     assert (entry.producer_id, entry.producer_epoch, entry.last_offset, entry.current_txn_first_offset) == (42, 3, 1234, -1)
     with pytest.raises(IndexCorruptError):
         F.parse_producer_snapshot(snap[:-1] + b"\x01")
+
+
+def test_recover_drops_txnindex_entries_past_the_cut(tmp_path):
+    d = _txn_log(tmp_path / "txn-0")
+    with Log.open(d) as log:
+        seg, pos = log.locate(7)             # the abort marker
+        seg_path, cut = seg.path, pos + 10
+        later = [s.path for s in log.segments if s.base_offset > seg.base_offset]
+    with open(seg_path, "r+b") as f:
+        f.truncate(cut)                       # the marker is cut mid-write
+    with Log.open(d) as log:
+        rep = log.recover(apply=True)
+        assert rep.removed_segments == later
+        assert log.next_offset == 7
+        assert [t for s in log.segments for t in s.aborted_transactions()] == []
+        assert log.verify().ok
+        # the transaction now has no marker: read_committed stops before it
+        assert [r.offset for r in log.records(isolation="read_committed")] == [0, 1]
