@@ -6,6 +6,7 @@ handed to numpy with ``np.frombuffer`` (no copy).
 from __future__ import annotations
 
 import struct
+from array import array
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -18,8 +19,6 @@ __all__ = ["ColumnBuilder", "columnar_scan", "columnar_payload_info", "columnar_
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
 _H = struct.Struct(">h")
-_q = struct.Struct("<q")
-_i = struct.Struct("<i")
 _V2 = struct.Struct(">qiibIhiqqqhii")
 
 (_OFFSET, _TS, _TSTYPE, _KOFF, _KDATA, _KVALID, _VOFF, _VDATA, _VVALID, _RSTART, _RTXN, _RBASE,
@@ -31,6 +30,10 @@ class _Corrupt(Exception):
     def __init__(self, pos: int, reason: str, msg: str, offset: Optional[int] = None) -> None:
         super().__init__(msg)
         self.args2 = (pos, reason, msg, offset)
+
+
+_TYPECODES = {"int64": "q", "int32": "i", "bool": "B", "int8": "b"}
+assert array("q").itemsize == 8 and array("i").itemsize == 4
 
 
 class ColumnBuilder:
@@ -52,9 +55,10 @@ class ColumnBuilder:
         self._reset()
 
     def _reset(self) -> None:
-        self.cols = [bytearray() for _ in _C.COLUMNS]
+        self.cols = [bytearray() if dtype == "uint8" else array(_TYPECODES[dtype])
+                     for _name, dtype, _group in _C.COLUMNS]
         for k in (_KOFF, _VOFF, _HOFF, _HKOFF, _HVOFF):
-            self.cols[k] += b"\0\0\0\0"
+            self.cols[k].append(0)
         self.n = 0
         self.nh = 0
         self._data_bytes = 0
@@ -87,10 +91,10 @@ class ColumnBuilder:
     # -- helpers used by the decode functions --
     def _run(self, pid: int, txn: int, base: int) -> None:
         c = self.cols
-        c[_RSTART] += _q.pack(self.n)
-        c[_RPID] += _q.pack(pid)
+        c[_RSTART].append(self.n)
+        c[_RPID].append(pid)
         c[_RTXN].append(txn)
-        c[_RBASE] += _q.pack(base)
+        c[_RBASE].append(base)
 
     def _bump(self, nxt: int) -> None:
         nxt &= (1 << 64) - 1
@@ -105,17 +109,17 @@ class ColumnBuilder:
     def _push(self, offset: int, ts: int, ts_type: int, key: Optional[bytes], value: Optional[bytes],
               pid: int, txn: int, base: int, size: int, run: bool = True) -> None:
         c = self.cols
-        c[_OFFSET] += _q.pack(offset)
-        c[_TS] += _q.pack(ts)
-        c[_TSTYPE] += _i.pack(ts_type)
+        c[_OFFSET].append(offset)
+        c[_TS].append(ts)
+        c[_TSTYPE].append(ts_type)
         if key is not None:
             c[_KDATA] += key
         c[_KVALID].append(key is not None)
-        c[_KOFF] += _i.pack(len(c[_KDATA]))
+        c[_KOFF].append(len(c[_KDATA]))
         if value is not None:
             c[_VDATA] += value
         c[_VVALID].append(value is not None)
-        c[_VOFF] += _i.pack(len(c[_VDATA]))
+        c[_VOFF].append(len(c[_VDATA]))
         if run:
             self._run(pid, txn, base)
         self.n += 1
@@ -123,6 +127,10 @@ class ColumnBuilder:
 
 
 def _varint(d: Any, pos: int, end: int, maxb: int) -> Tuple[int, int]:
+    if pos < end:
+        b = d[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
     v = 0
     shift = 0
     i = 0
@@ -223,11 +231,11 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
                     raise _Corrupt(here, "length", "header value length is invalid", off)
                 if with_h:
                     c[_HKDATA] += d[hk:hk + hklen]
-                    c[_HKOFF] += _i.pack(len(c[_HKDATA]))
+                    c[_HKOFF].append(len(c[_HKDATA]))
                     if hvlen >= 0:
                         c[_HVDATA] += d[pos:pos + hvlen]
                     c[_HVVALID].append(hvlen >= 0)
-                    c[_HVOFF] += _i.pack(len(c[_HVDATA]))
+                    c[_HVOFF].append(len(c[_HVDATA]))
                 if hvlen > 0:
                     pos += hvlen
             if pos != rend:
@@ -242,17 +250,17 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
             ctype = _H.unpack_from(d, kpos + 2)[0]
             if not -128 <= ctype <= 127:
                 ctype = -1
-            c[_COFF] += _q.pack(off)
-            c[_CPID] += _q.pack(x.producer_id)
-            c[_CTYPE] += struct.pack("<b", ctype)
-            c[_CTS] += _q.pack(ts)
+            c[_COFF].append(off)
+            c[_CPID].append(x.producer_id)
+            c[_CTYPE].append(ctype)
+            c[_CTS].append(ts)
         elif keep:
             if not run_open:
                 B._run(x.producer_id, x.txn, x.base_offset)
                 run_open = True
             if with_h:
                 B.nh += hcount
-                c[_HOFF] += _i.pack(B.nh)
+                c[_HOFF].append(B.nh)
                 c[_HVALID].append(hcount > 0)
             B._push(off, ts, x.ts_type, bytes(d[kpos:kpos + klen]) if klen >= 0 else None,
                     bytes(d[vpos:vpos + vlen]) if vlen >= 0 else None,
@@ -304,7 +312,7 @@ def _legacy_message(B: ColumnBuilder, d: Any, pos: int, size: int, offset: int,
     if not B.start_offset <= offset < B.end_offset:
         return
     if B.include_headers:
-        B.cols[_HOFF] += _i.pack(B.nh)
+        B.cols[_HOFF].append(B.nh)
         B.cols[_HVALID].append(0)
     B._push(offset, ts, ts_type, bytes(d[kpos:kpos + klen]) if klen >= 0 else None,
             bytes(d[vstart + 4:vstart + 4 + vlen]) if vlen >= 0 else None, -1, 0, offset, size)
