@@ -33,6 +33,14 @@ DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000
 
 
+def _pwrite(fd: int, data: bytes, position: int) -> int:
+    """``os.pwrite`` where it exists (POSIX); seek + write elsewhere (Windows)."""
+    if hasattr(os, "pwrite"):
+        return os.pwrite(fd, data, position)
+    os.lseek(fd, position, os.SEEK_SET)
+    return os.write(fd, data)
+
+
 class _ActiveSegment:
     """The segment being appended to: open descriptors plus LogSegment's index state."""
 
@@ -67,11 +75,11 @@ class _ActiveSegment:
     def write_entries(self, off_entry, time_entry) -> None:
         if off_entry is not None:
             slot = len(self.builder.offset_entries) - 1
-            os.pwrite(self.index_fd, pack_offset_entry(self.base_offset, *off_entry),
+            _pwrite(self.index_fd, pack_offset_entry(self.base_offset, *off_entry),
                       slot * OFFSET_ENTRY_SIZE)
         if time_entry is not None:
             slot = len(self.builder.time_entries) - 1
-            os.pwrite(self.time_fd, pack_time_entry(self.base_offset, *time_entry),
+            _pwrite(self.time_fd, pack_time_entry(self.base_offset, *time_entry),
                       slot * TIME_ENTRY_SIZE)
 
     def add_aborted(self, txn: AbortedTxn) -> None:
@@ -172,9 +180,9 @@ class LogWriter:
             if seg.rolling_ts == NO_TIMESTAMP:
                 seg.rolling_ts = r[C.MAX_TIMESTAMP]
         for i in range(len(seg.builder.offset_entries)):
-            os.pwrite(seg.index_fd, pack_offset_entry(base, *seg.builder.offset_entries[i]), i * 8)
+            _pwrite(seg.index_fd, pack_offset_entry(base, *seg.builder.offset_entries[i]), i * 8)
         for i in range(len(seg.builder.time_entries)):
-            os.pwrite(seg.time_fd, pack_time_entry(base, *seg.builder.time_entries[i]), i * 12)
+            _pwrite(seg.time_fd, pack_time_entry(base, *seg.builder.time_entries[i]), i * 12)
 
     def _open_segment(self, base_offset: int, existing: bool = False) -> _ActiveSegment:
         self._seg = _ActiveSegment(self.path, base_offset, self.index_interval_bytes,
@@ -250,7 +258,7 @@ class LogWriter:
         self._maybe_roll(len(payload), first_offset, last_offset, max_ts)
         seg = self._seg
         position = seg.size
-        written = os.pwrite(seg.log_fd, payload, position)
+        written = _pwrite(seg.log_fd, payload, position)
         if written != len(payload):
             raise LogError(f"short write to {seg.log_path} ({written} of {len(payload)} bytes); "
                            "the disk may be full — run recover before appending again")
