@@ -116,6 +116,8 @@ def offset_for_timestamp(part: PartitionInfo, ts: int) -> Optional[int]:
     """First offset whose record timestamp is >= ``ts`` (time index lookup, then a short scan)."""
     from kafkawire.records.columnar import iter_column_chunks
     for seg in part.segments:
+        if segment_max_timestamp(seg) < ts:
+            continue   # Kafka's rule: the first segment whose largest timestamp reaches ts
         t_ts, t_off = seg.time_index()
         k = int(np.searchsorted(t_ts, ts - 1, side="right")) - 1   # last entry with ts <= ts-1
         start_pos = seg.position_at_or_before(int(t_off[k])) if k >= 0 else 0
