@@ -204,3 +204,27 @@ def test_recover_drops_txnindex_entries_past_the_cut(tmp_path):
         assert log.verify().ok
         # the transaction now has no marker: read_committed stops before it
         assert [r.offset for r in log.records(isolation="read_committed")] == [0, 1]
+
+
+def test_pre_0_11_index_entries_name_the_first_offset(tmp_path):
+    """Brokers before 0.11 indexed an append's first offset; inside a compressed wrapper."""
+    import struct
+    d = tmp_path / "old-0"
+    positions = []
+    with LogWriter(d, index_interval_bytes=10**9) as w:     # no entries: written below
+        for i in range(6):
+            b = BatchBuilder(1, "gzip")
+            for j in range(10):
+                b.append(b"x" * 50, timestamp=TS + 10 * i + j)
+            positions.append((w.next_offset, w._seg.size))
+            w.append_batch(b.build())
+    entries = [(first, pos) for first, pos in positions[1:]]
+    with open(d / "00000000000000000000.index", "wb") as f:
+        f.write(b"".join(struct.pack(">ii", o, p) for o, p in entries))
+    with Log.open(d) as log:
+        assert log.segments[0].offset_index.status == "ok"
+        for target in range(60):
+            seg, pos = log.locate(target)
+            assert pos == positions[target // 10][1]
+        assert log.segments[0].offset_index.status == "ok"   # not judged stale
+        assert log.verify().ok

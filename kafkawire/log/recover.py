@@ -126,7 +126,8 @@ def _recover_segment(seg, interval: int):
 
 
 def _first_offsets(rows) -> list:
-    return [r[C.BASE_OFFSET] if r[C.MAGIC] == 2 else r[C.LAST_OFFSET] for r in rows.tolist()]
+    return [r[C.BASE_OFFSET] if r[C.MAGIC] == 2 else (-1 if r[C.RECORD_COUNT] < 0 else r[C.LAST_OFFSET])
+            for r in rows.tolist()]
 
 
 def _write_atomic(path: str, data: bytes) -> None:

@@ -205,7 +205,11 @@ class Segment:
         while pos < self.size:
             rows, stop, status = K.scan_batches(self._buf, pos, self.size, _LOOKUP_CHUNK, False)
             if first and entry_offset is not None:
-                if len(rows) == 0 or rows[0, C.BASE_OFFSET] > entry_offset:
+                # The entry's batch must start at or before the entry's offset.  A compressed
+                # v0/v1 wrapper is skipped: its header carries its *last* inner offset, and
+                # brokers before 0.11 indexed an append's *first* offset.
+                if len(rows) == 0 or (rows[0, C.BASE_OFFSET] > entry_offset
+                                      and (rows[0, C.MAGIC] == 2 or rows[0, C.RECORD_COUNT] >= 0)):
                     return "stale"
             first = False
             for row in rows.tolist():

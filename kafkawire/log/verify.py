@@ -98,6 +98,8 @@ def verify_segment(seg, report: VerifyReport, *, check_indexes: bool = True,
     report.bytes += seg.size
     starts: List[int] = []
     lasts: List[int] = []
+    # First offsets; -1 for a compressed v0/v1 wrapper, whose header names only its last
+    # inner offset (brokers before 0.11 indexed an append's first offset, inside the wrapper).
     bases: List[int] = []
     max_ts: List[int] = []
     pos = 0
@@ -117,6 +119,7 @@ def verify_segment(seg, report: VerifyReport, *, check_indexes: bool = True,
                 if attrs & ~_LEGACY_KNOWN_ATTRS[magic] or (attrs & 0x07) > 3:
                     report.add(path, p, last, "attributes", f"invalid magic-{magic} attributes 0x{attrs:02x}")
             first = base if magic == 2 else last
+            compressed_legacy = magic < 2 and r[C.RECORD_COUNT] < 0
             if first <= prev_last:
                 report.add(path, p, first, "offset",
                            f"offsets not increasing: batch starts at {first} after offset {prev_last}")
@@ -128,7 +131,7 @@ def verify_segment(seg, report: VerifyReport, *, check_indexes: bool = True,
             prev_last = max(prev_last, last)
             starts.append(p)
             lasts.append(last)
-            bases.append(first)
+            bases.append(-1 if compressed_legacy else first)
             max_ts.append(r[C.MAX_TIMESTAMP])
         if status == C.OK:
             break
