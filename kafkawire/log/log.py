@@ -223,7 +223,8 @@ class Log:
 
     def records(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
                 start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None, *,
-                isolation: str = "read_uncommitted", include_control: bool = False) -> Iterator:
+                isolation: str = "read_uncommitted", include_control: bool = False,
+                verify_crc: bool = False) -> Iterator:
         """Records with ``start_offset <= offset < end_offset``.
 
         ``start_timestamp``/``end_timestamp`` translate to offsets as Kafka's
@@ -232,7 +233,8 @@ class Log:
         timestamp is >= ``end_timestamp`` (records in between are returned in
         offset order whatever their own timestamps).  Control records (commit/
         abort markers) are skipped unless ``include_control`` (never under
-        ``read_committed``).
+        ``read_committed``).  ``verify_crc`` checks each batch's CRC before decoding it
+        (a mismatch raises ``CorruptRecordError``).
         """
         if isolation not in ISOLATION_LEVELS:
             raise ValueError(f"isolation must be one of {ISOLATION_LEVELS}, got {isolation!r}")
@@ -241,10 +243,11 @@ class Log:
             return iter(())
         # Whole batches decode to lists that a C-level chain flattens: no Python frame per record.
         return itertools.chain.from_iterable(self._record_lists(rng[0], rng[1], isolation,
-                                                                include_control))
+                                                                include_control, verify_crc))
 
-    def _record_lists(self, s, e, isolation: str, include_control: bool):
-        for batch in self.batches(s, None if e == _INF else e, isolation=isolation):
+    def _record_lists(self, s, e, isolation: str, include_control: bool, verify_crc: bool):
+        for batch in self.batches(s, None if e == _INF else e, isolation=isolation,
+                                  verify_crc=verify_crc):
             if batch.is_control and not include_control:
                 continue
             recs = batch.records()
