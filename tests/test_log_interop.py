@@ -264,8 +264,9 @@ def test_flipped_byte_in_middle_batch(kafka_folders, tmp_path):
         crc = [p for p in report.problems if p.kind == "crc"]
         assert len(crc) == 1 and crc[0].position == victim["pos"] and crc[0].offset == victim["base"]
         assert crc[0].segment == mid.log
-        with pytest.raises(CorruptRecordError):
-            list(log.batches(verify_crc=True))
+        with pytest.raises(CorruptRecordError) as err:
+            list(log.records(verify_crc=True))
+        assert err.value.position == victim["pos"] and err.value.path == mid.log
         rep = log.recover(apply=True)
         assert rep.segments[1].valid_bytes == victim["pos"]
         assert len(rep.removed_segments) == len(segs) - 2
