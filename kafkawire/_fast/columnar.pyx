@@ -848,7 +848,11 @@ cdef class ColumnBuilder:
             dims[0] = b.n // dt.itemsize
             arr = cnp.PyArray_SimpleNewFromData(1, dims, dt.num, <void*>b.p)
             cap = PyCapsule_New(<void*>b.p, NULL, _free_capsule)
-            PyCapsule_SetContext(cap, <void*>((<size_t>b.cap << 5) | <size_t>k))
+            # Context = capacity << 5 | column (31 = "do not cache": too large to encode).
+            if <size_t>b.cap <= (<size_t>-1) >> 5:
+                PyCapsule_SetContext(cap, <void*>((<size_t>b.cap << 5) | <size_t>k))
+            else:
+                PyCapsule_SetContext(cap, <void*><size_t>31)
             cnp.set_array_base(arr, cap)
             b.p = NULL
             b.n = 0
