@@ -250,6 +250,8 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
     cdef PyObject *obj
     cdef Py_ssize_t n_legacy = 0
     cdef list out
+    cdef list prev
+    cdef const int64_t *prev_row
     if len(slot_names) != NF or nextra > 16 or len(extra_values) != nextra:
         raise ValueError("scan_batch_objects: need NFIELDS slot names and at most 16 extras")
     o1, o2 = _offsets(v2_type, slot_names, extra_names)
@@ -285,6 +287,8 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
         if status < 0:
             raise MemoryError("scan_batch_objects: out of memory")
         out = PyList_New(rows.n)
+        prev = [None] * NF
+        prev_row = NULL
         for i in range(rows.n):
             row = rows.data + i * NF
             if row[4] == 2:
@@ -297,7 +301,12 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
                     PyObject_GC_UnTrack(obj)
                 for j in range(NF):
                     if offs[j] >= 0:
-                        _set_slot(obj, offs[j], row[j])
+                        # reuse the previous batch's int object for a repeated value
+                        # (sizes, counts, producer ids): fewer allocations per batch
+                        if prev_row == NULL or prev_row[j] != row[j] or prev[j] is None:
+                            prev[j] = row[j]
+                        _set_slot(obj, offs[j], prev[j])
+                prev_row = row
                 for j in range(nextra):
                     _set_slot(obj, extra_offs[j], extra_values[j])
             else:
