@@ -113,8 +113,12 @@ def main() -> None:
     rows.append(("header-only scan (K.scan_batches)", f"{gbps(size, t):.1f} GB/s", ""))
     t = best_of(lambda: sum(1 for _ in log.batches()), 1)
     rows.append(("header-only scan (Log.batches objects)", f"{gbps(size, t):.1f} GB/s", ""))
-    t_crc_scan = best_of(lambda: [K.scan_batches(s.buffer, 0, s.size, -1, True) for s in segs])
-    t_crc_raw = best_of(lambda: [K.crc32c(s.buffer, 0, s.size) for s in segs])
+    # Interleaved, best of 7 each: the two are compared, so both see the same machine load.
+    t_crc_scan = t_crc_raw = float("inf")
+    for _ in range(7):
+        t_crc_raw = min(t_crc_raw, best_of(lambda: [K.crc32c(s.buffer, 0, s.size) for s in segs], 1))
+        t_crc_scan = min(t_crc_scan, best_of(
+            lambda: [K.scan_batches(s.buffer, 0, s.size, -1, True) for s in segs], 1))
     ratio = t_crc_raw / t_crc_scan
     rows.append(("raw CRC-32C over the same bytes", f"{gbps(size, t_crc_raw):.1f} GB/s", ""))
     rows.append(("scan with CRC verification", f"{gbps(size, t_crc_scan):.1f} GB/s",
@@ -150,6 +154,12 @@ def main() -> None:
             n += 1
         return n
 
+    def deep_objects_untouched():
+        n = 0
+        for _ in log.records():
+            n += 1
+        return n
+
     def deep_columns():
         n = sink = 0
         for chunk in log.column_chunks(include_headers=True):
@@ -160,21 +170,25 @@ def main() -> None:
         return n
 
     results = {}
-    for name, fn in (("objects", deep_objects), ("columns", deep_columns)):
+    for name, fn in (("objects", deep_objects), ("objects-untouched", deep_objects_untouched),
+                     ("columns", deep_columns)):
         t0 = time.perf_counter()
         n = fn()
         results[name] = n / (time.perf_counter() - t0)
         assert n == log.next_offset
     rows.append(("deep iteration, Record objects (Log.records)",
                  f"{results['objects'] / 1e6:.2f} M records/s", ""))
+    rows.append(("deep iteration, Record objects, not touched",
+                 f"{results['objects-untouched'] / 1e6:.2f} M records/s", ""))
     rows.append(("deep iteration, columns (Log.column_chunks)",
                  f"{results['columns'] / 1e6:.2f} M records/s", ""))
-    ours = max(results.values())
+    ours = results["columns"]
     if not args.no_java:
         java = java_bench(path, 10.0 if not args.quick else 3.0)
         if java:
             rows.append(("Java FileRecords deep iteration", f"{java / 1e6:.2f} M records/s",
-                         f"objects {results['objects'] / java:.2f}x, columns "
+                         f"objects {results['objects'] / java:.2f}x, untouched "
+                         f"{results['objects-untouched'] / java:.2f}x, columns "
                          f"{results['columns'] / java:.2f}x (bar >= 1) "
                          f"{'PASS' if ours >= java else 'FAIL'}"))
     log.close()
