@@ -197,6 +197,7 @@ def _crash_once(tmp_path, rnd, run, backend):
 
 
 @pytest.mark.one_backend
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
 def test_crash_safety_kill_writer(tmp_path):
     rnd = random.Random(11)
     flushed = [_crash_once(tmp_path, rnd, run, "fast" if run % 2 else "pure") for run in range(20)]
@@ -205,6 +206,7 @@ def test_crash_safety_kill_writer(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.one_backend
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
 def test_crash_safety_kill_writer_soak(tmp_path):
     rnd = random.Random()
     for run in range(200):
