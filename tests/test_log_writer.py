@@ -156,6 +156,11 @@ WRITER_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _backend_for(run: int) -> str:
+    from kafkawire import _kernels
+    return "fast" if run % 2 and _kernels.fast_available() else "pure"
+
+
 def _crash_once(tmp_path, rnd, run, backend):
     d = tmp_path / f"crash{run}-0"
     script = tmp_path / "writer.py"
@@ -200,7 +205,7 @@ def _crash_once(tmp_path, rnd, run, backend):
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
 def test_crash_safety_kill_writer(tmp_path):
     rnd = random.Random(11)
-    flushed = [_crash_once(tmp_path, rnd, run, "fast" if run % 2 else "pure") for run in range(20)]
+    flushed = [_crash_once(tmp_path, rnd, run, _backend_for(run)) for run in range(20)]
     assert sum(flushed) > 0
 
 
@@ -210,7 +215,7 @@ def test_crash_safety_kill_writer(tmp_path):
 def test_crash_safety_kill_writer_soak(tmp_path):
     rnd = random.Random()
     for run in range(200):
-        _crash_once(tmp_path, rnd, run, "fast" if run % 2 else "pure")
+        _crash_once(tmp_path, rnd, run, _backend_for(run))
 
 
 def test_explicit_roll_leaves_empty_active_segment(tmp_path):
