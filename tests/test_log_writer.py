@@ -165,7 +165,10 @@ def _crash_once(tmp_path, rnd, run, backend):
     d = tmp_path / f"crash{run}-0"
     script = tmp_path / "writer.py"
     script.write_text(WRITER_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + sys.path))
+    import kafkawire
+    # the subprocess imports the same kafkawire as this test (installed wheel or source tree)
+    home = os.path.dirname(os.path.dirname(os.path.abspath(kafkawire.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([home] + sys.path))
     proc = subprocess.Popen([sys.executable, str(script), str(d), backend], stdout=subprocess.PIPE,
                             env=env)
     assert proc.stdout.readline().strip() == b"START"
