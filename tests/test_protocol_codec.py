@@ -328,3 +328,14 @@ def test_large_record_sections_encode_exactly():
         {"name": "t", "partition_data": [{"index": 0, "records": big}]}])
     rframe = P.encode_request(req, 9, correlation_id=1, client_id="c")
     assert bytes(P.decode_request(rframe).message.topic_data[0].partition_data[0].records) == big
+
+
+@pytest.mark.one_backend
+def test_protocol_kernel_names_are_not_shadowed():
+    # _kernels flattens every kernel module into one namespace
+    for be in (["fast", "pure"] if _kernels.fast_available() else ["pure"]):
+        mods = _kernels._load(be)
+        mine = set(mods["protocol"].__all__)
+        for name, mod in mods.items():
+            if name != "protocol":
+                assert not mine & set(mod.__all__), (be, name, mine & set(mod.__all__))
