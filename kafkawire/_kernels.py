@@ -27,7 +27,12 @@ _loaded: Dict[str, Dict[str, ModuleType]] = {}
 
 def _load(name: str) -> Dict[str, ModuleType]:
     if name not in _loaded:
-        _loaded[name] = {m: importlib.import_module(f"kafkawire._{name}.{m}") for m in MODULES}
+        try:
+            _loaded[name] = {m: importlib.import_module(f"kafkawire._{name}.{m}") for m in MODULES}
+        except ImportError:
+            raise
+        except Exception as exc:  # a broken build (e.g. an extension failing at init) is "missing"
+            raise ImportError(f"kafkawire._{name} failed to initialise: {exc!r}") from exc
     return _loaded[name]
 
 
