@@ -119,3 +119,11 @@ def test_records_find_timestamp_matches_decoding(log_append):
         else:
             assert (None if status == 1 else (o, t)) == want
     assert K.records_find_timestamp(raw, 61, len(raw) - 5, batch.record_count, 1000, 0, 1 << 62, 0)[0] == 2
+
+
+def test_entries_past_the_mapped_log_are_trimmed_for_readers(tmp_path):
+    p = tmp_path / "00000000000000000000.index"
+    p.write_bytes(_offset_index([(5, 4100), (9, 8300), (15, 12000)]))
+    assert load_offset_index(str(p), 0, 9000).status == "corrupt"        # verify's view
+    idx = load_offset_index(str(p), 0, 9000, trim_past_end=True)         # a reader's view
+    assert idx.status == "ok" and len(idx) == 2

@@ -138,8 +138,15 @@ def _real_entries(buf, n: int, kind: str) -> Tuple[int, Optional[str]]:
     return real, None
 
 
-def load_offset_index(path: Optional[str], base_offset: int, log_size: int) -> OffsetIndex:
-    """Open ``path`` as an offset index, or return one marked absent/corrupt (``status``)."""
+def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
+                      trim_past_end: bool = False) -> OffsetIndex:
+    """Open ``path`` as an offset index, or return one marked absent/corrupt (``status``).
+
+    With ``trim_past_end``, trailing entries pointing at or past ``log_size``
+    are dropped instead of condemning the index: a reader that mapped an
+    active segment a moment before the broker appended (and indexed) more
+    still gets a usable index for the prefix it sees.
+    """
     if path is None or not os.path.exists(path):
         return OffsetIndex(b"", base_offset, 0, path=path, status="absent", problem="no .index file")
     buf = _map_file(path)
@@ -150,6 +157,12 @@ def load_offset_index(path: Optional[str], base_offset: int, log_size: int) -> O
     real, problem = _real_entries(buf, size // OFFSET_ENTRY_SIZE, "offset")
     if problem is None and real:
         bad = K.offset_index_first_unordered(buf, real, max(log_size, 0))
+        if bad >= 0 and trim_past_end:
+            # Real entries already rise strictly; if the first bad one is merely past the
+            # mapped end, so are all after it.
+            rel, pos = _OFF.unpack_from(buf, bad * 8)
+            if rel >= 0 and pos >= log_size:
+                real, bad = bad, -1
         if bad >= 0:
             rel, pos = _OFF.unpack_from(buf, bad * 8)
             problem = (f"entry {bad} (offset {base_offset + rel}, position {pos}) is out of order "

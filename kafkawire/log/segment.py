@@ -120,7 +120,7 @@ class Segment:
         return self._time_index
 
     def _load_indexes(self) -> None:
-        off = load_offset_index(self.files.index, self.base_offset, self.size)
+        off = load_offset_index(self.files.index, self.base_offset, self.size, trim_past_end=True)
         tim = load_time_index(self.files.timeindex, self.base_offset)
         if off.status == "ok" and tim.status == "ok":
             self._offset_index, self._time_index = off, tim
