@@ -13,8 +13,14 @@ import atheris
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Instrument the Python front end (the compiled kernels are not instrumented; the
+# fuzzer is steered by the Python paths they lead to and by the seeds).
 with atheris.instrument_imports():
     import kafkawire  # noqa: F401
+    import kafkawire.compression  # noqa: F401
+    import kafkawire.records.batch  # noqa: F401
+    import kafkawire.records.iterate  # noqa: F401
+    import kafkawire.records.legacy  # noqa: F401
     from kafkawire import _kernels
     from fuzz import samples
     from fuzz.harness import exercise
