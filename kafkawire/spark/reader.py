@@ -62,7 +62,16 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
     _trace(s)
     if s.end_pos <= s.start_pos or s.end_offset <= s.start_offset:
         return
-    buf = layout.map_file(s.path)
+    try:
+        buf = layout.map_file(s.path)
+    except FileNotFoundError:
+        if st.fail_on_data_loss:
+            from kafkawire.errors import LogError
+            raise LogError(f"segment {s.path} was deleted after the query was planned (retention or "
+                           "compaction?); rerun the query, or set failOnDataLoss=false to skip it") from None
+        import warnings
+        warnings.warn(f"kafkawire: segment {s.path} is gone; skipped (failOnDataLoss=false)")
+        return
     committed = st.isolation == "read_committed"
     it = iter_column_chunks(buf, start=s.start_pos, end=s.end_pos, max_records=st.records_per_batch,
                             start_offset=s.start_offset, end_offset=s.end_offset,
