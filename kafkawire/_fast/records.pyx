@@ -172,6 +172,7 @@ cdef class RecordIterator:
     cdef object last_ts
     cdef int64_t last_ts_value
     cdef list hcache
+    cdef list hvcache
     cdef object on_error
 
     def __dealloc__(self):
@@ -203,6 +204,7 @@ cdef class RecordIterator:
         self.ts_name = LOG_APPEND_TIME if self.lat else CREATE_TIME
         self.last_ts = max_timestamp if self.lat else None
         self.hcache = [None] * HCACHE
+        self.hvcache = [None] * HCACHE
         if count < 0 or (count > 0 and count > (end - start) // 7):
             self._fail(_corrupt(f"record count {count} impossible for {end - start} bytes "
                                 f"of records", start, base_offset, "count"))
@@ -333,7 +335,16 @@ cdef class RecordIterator:
                     if hvlen > rend - p:
                         self._fail(_corrupt("header value runs past the end of the record",
                                             p - base, self.base_offset + off_delta, "truncated"))
-                    hval = _mk_bytes(p, hvlen)
+                    hval = None
+                    if h < HCACHE and hvlen <= 64:
+                        # header values such as content types repeat record after record
+                        hval = self.hvcache[h]
+                        if not (hval is not None and PyBytes_GET_SIZE(hval) == hvlen and
+                                memcmp(PyBytes_AS_STRING(hval), p, hvlen) == 0):
+                            hval = _mk_bytes(p, hvlen)
+                            self.hvcache[h] = hval
+                    else:
+                        hval = _mk_bytes(p, hvlen)
                     p += hvlen
                 elif hvlen == -1:
                     hval = None
