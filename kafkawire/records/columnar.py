@@ -260,9 +260,7 @@ class ColumnChunk:
             _arrow_binary(pa, pa.binary(), n, self.value_offsets, self.value_data, self.value_valid),
         ]
         if topic is not None:
-            arrays.append(_constant_string(pa, topic, n))
-            arrays.append(pa.Array.from_buffers(
-                pa.int32(), n, [None, pa.py_buffer(np.full(n, partition, dtype=np.int32))]))
+            arrays.extend(_constant_columns(pa, topic, partition, n))
         arrays.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]))
         arrays.append(pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n,
                                             [None, pa.py_buffer(self.timestamp * 1000)]))
@@ -324,6 +322,23 @@ def _arrow_binary(pa: Any, typ: Any, n: int, offsets: np.ndarray, data: np.ndarr
     validity, nulls = _validity(pa, valid, n)
     return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
                                  null_count=nulls)
+
+
+_CONSTANTS: Dict[tuple, tuple] = {}
+
+
+def _constant_columns(pa: Any, topic: str, partition: int, n: int) -> tuple:
+    """The topic and partition columns of ``n`` rows, shared between batches (Arrow arrays
+    are immutable, and every full chunk of a partition has the same length)."""
+    key = (topic, partition, n)
+    got = _CONSTANTS.get(key)
+    if got is None:
+        got = (_constant_string(pa, topic, n), pa.Array.from_buffers(
+            pa.int32(), n, [None, pa.py_buffer(np.full(n, partition, dtype=np.int32))]))
+        if len(_CONSTANTS) >= 16:
+            _CONSTANTS.clear()
+        _CONSTANTS[key] = got
+    return got
 
 
 def _constant_string(pa: Any, text: str, n: int) -> Any:
