@@ -328,3 +328,14 @@ def test_decode_legacy_messages_crc():
     with pytest.raises(CorruptRecordError) as e:
         K.decode_legacy_messages(bytes(m), 0, -1, -1, -1, -1, 0, True)
     assert (e.value.reason, e.value.offset) == ("crc", 5)
+
+
+def test_record_with_a_deleted_field_raises_not_crashes():
+    r = K.Record(1, 2, b"k", b"v")
+    del r.key
+    with pytest.raises(AttributeError):
+        r.key
+    with pytest.raises(AttributeError):
+        repr(r)
+    r.__init__(5, key=b"x")
+    assert (r.offset, r.key) == (5, b"x")

@@ -67,19 +67,23 @@ cdef class Record:
 
     def __init__(self, offset=0, timestamp=-1, key=None, value=None, headers=None,
                  timestamp_type="CreateTime"):
-        self.offset = offset
-        self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.key = key
-        self.value = value
-        self.headers = [] if headers is None else list(headers)
+        # Through the slot descriptors, not direct stores: a field the user deleted
+        # (`del rec.key`) is NULL, which only the descriptors handle.
+        _set = object.__setattr__
+        _set(self, "offset", offset)
+        _set(self, "timestamp", timestamp)
+        _set(self, "timestamp_type", timestamp_type)
+        _set(self, "key", key)
+        _set(self, "value", value)
+        _set(self, "headers", [] if headers is None else list(headers))
 
     def __eq__(self, other):
         if not hasattr(other, "timestamp_type") or not hasattr(other, "headers"):
             return NotImplemented
-        return (self.offset == other.offset and self.timestamp == other.timestamp
-                and self.timestamp_type == other.timestamp_type and self.key == other.key
-                and self.value == other.value and list(self.headers) == list(other.headers))
+        me = <object>self
+        return (me.offset == other.offset and me.timestamp == other.timestamp
+                and me.timestamp_type == other.timestamp_type and me.key == other.key
+                and me.value == other.value and list(me.headers) == list(other.headers))
 
     def __ne__(self, other):
         r = self.__eq__(other)
@@ -88,13 +92,15 @@ cdef class Record:
     __hash__ = None
 
     def __repr__(self):
-        return (f"Record(offset={self.offset!r}, timestamp={self.timestamp!r}, key={self.key!r}, "
-                f"value={self.value!r}, headers={self.headers!r}, "
-                f"timestamp_type={self.timestamp_type!r})")
+        me = <object>self
+        return (f"Record(offset={me.offset!r}, timestamp={me.timestamp!r}, key={me.key!r}, "
+                f"value={me.value!r}, headers={me.headers!r}, "
+                f"timestamp_type={me.timestamp_type!r})")
 
     def __reduce__(self):
-        return (Record, (self.offset, self.timestamp, self.key, self.value, self.headers,
-                         self.timestamp_type))
+        me = <object>self
+        return (Record, (me.offset, me.timestamp, me.key, me.value, me.headers,
+                         me.timestamp_type))
 
 
 cdef PyMemberDef _members[6]
