@@ -45,10 +45,8 @@ def _map_file(path: str) -> bytes:
         return f.read()
 
 
-class OffsetIndex:
-    """A searchable offset index over a buffer holding ``entries`` real entries."""
-
-    entry_size = OFFSET_ENTRY_SIZE
+class _Index:
+    """What the offset and time indexes share: a buffer of ``entries`` real entries."""
 
     def __init__(self, buf, base_offset: int, entries: int, *, path: Optional[str] = None,
                  status: str = "ok", problem: Optional[str] = None) -> None:
@@ -65,13 +63,22 @@ class OffsetIndex:
         return self.entries
 
     def entry(self, slot: int) -> Tuple[int, int]:
-        """``(absolute_offset, position)`` of entry ``slot``."""
-        rel, pos = _OFF.unpack_from(self.buf, slot * 8)
-        return self.base_offset + rel, pos
+        raise NotImplementedError
 
     def __iter__(self):
         for i in range(self.entries):
             yield self.entry(i)
+
+
+class OffsetIndex(_Index):
+    """A searchable offset index over a buffer holding ``entries`` real entries."""
+
+    entry_size = OFFSET_ENTRY_SIZE
+
+    def entry(self, slot: int) -> Tuple[int, int]:
+        """``(absolute_offset, position)`` of entry ``slot``."""
+        rel, pos = _OFF.unpack_from(self.buf, slot * 8)
+        return self.base_offset + rel, pos
 
     def lookup(self, offset: int) -> Tuple[int, int]:
         """Largest entry at or below ``offset`` as ``(offset, position)``; ``(base, 0)`` if none."""
@@ -88,31 +95,15 @@ class OffsetIndex:
         return self.entry(self.entries - 1)[0] if self.entries else self.base_offset
 
 
-class TimeIndex:
+class TimeIndex(_Index):
     """A searchable time index over a buffer holding ``entries`` real entries."""
 
     entry_size = TIME_ENTRY_SIZE
-
-    def __init__(self, buf, base_offset: int, entries: int, *, path: Optional[str] = None,
-                 status: str = "ok", problem: Optional[str] = None) -> None:
-        self.buf = buf
-        self.base_offset = base_offset
-        self.entries = entries
-        self.path = path
-        self.status = status
-        self.problem = problem
-
-    def __len__(self) -> int:
-        return self.entries
 
     def entry(self, slot: int) -> Tuple[int, int]:
         """``(timestamp, absolute_offset)`` of entry ``slot``."""
         ts, rel = _TIME.unpack_from(self.buf, slot * 12)
         return ts, self.base_offset + rel
-
-    def __iter__(self):
-        for i in range(self.entries):
-            yield self.entry(i)
 
     def lookup(self, timestamp: int) -> Tuple[int, int]:
         """Largest entry with timestamp <= ``timestamp``; ``(-1, base)`` if none (Kafka's rule)."""
