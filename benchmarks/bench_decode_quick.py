@@ -70,7 +70,8 @@ def kw_headers(data):
     import kafkawire
     n = 0
     for batch in kafkawire.iter_batches(data):
-        batch.base_offset, batch.last_offset, batch.max_timestamp, batch.record_count
+        # the same five header fields as aio_headers (last_offset ~ next_offset)
+        batch.base_offset, batch.last_offset, batch.max_timestamp, batch.producer_id, batch.compression
         n += 1
     return n
 
@@ -117,7 +118,7 @@ def aio_headers(data):
         batch = mr.next_batch()
         if batch is None:
             break
-        batch.base_offset, batch.next_offset, batch.max_timestamp, batch.attributes
+        batch.base_offset, batch.next_offset, batch.max_timestamp, batch.producer_id, batch.compression_type
         n += 1
     return n
 

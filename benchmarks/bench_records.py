@@ -160,6 +160,7 @@ def _worker_kafkawire(data, repeat):
         s = 0
         for b in iter_batches(data):
             s += b.base_offset + b.last_offset + b.max_timestamp + b.producer_id
+            b.compression
         return s
 
     def decode():
@@ -196,6 +197,7 @@ def _worker_aiokafka(data, repeat, expect_cython):
             if b is None:
                 return s
             s += b.base_offset + b.next_offset + b.max_timestamp + b.producer_id
+            b.compression_type
 
     def decode():
         n = 0
@@ -231,6 +233,7 @@ def _worker_kafka_python(data, repeat):
             if b is None:
                 return s
             s += b.base_offset + b.next_offset + b.max_timestamp + b.producer_id
+            b.compression_type
 
     def decode():
         n = 0

@@ -20,7 +20,7 @@ from kafkawire import _scan_common as C
 
 cnp.import_array()
 
-__all__ = ["scan_batches", "scan_batch_objects"]
+__all__ = ["scan_batches", "scan_batch_objects", "BatchHeader"]
 
 cdef extern from "crc_impl.h":
     uint32_t kw_crc32c(uint32_t crc, const unsigned char *buf, size_t len) nogil
@@ -174,94 +174,73 @@ def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_coun
     return out, pos, status
 
 
-from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-
-cdef extern from "structmember.h":
-    ctypedef struct PyMemberDef:
-        const char *name
-        int type
-        Py_ssize_t offset
-        int flags
-        const char *doc
-    enum:
-        T_OBJECT_EX
-
-cdef extern from "Python.h":
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef *d_member
-    ctypedef struct PyTypeObject:
-        Py_ssize_t tp_basicsize
-        PyObject *(*tp_alloc)(PyTypeObject *, Py_ssize_t)
-
-
-cdef Py_ssize_t _slot_offset(type cls, object name) except -1:
-    descr = None
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            descr = klass.__dict__[name]
-            break
-    if descr is None or type(descr).__name__ != "member_descriptor":
-        raise TypeError(f"{cls.__name__}.{name} is not a __slots__ member")
-    cdef PyMemberDef *m = (<PyMemberDescrObject *><PyObject *>descr).d_member
-    if m.type != T_OBJECT_EX or m.offset <= 0 or \
-            m.offset + <Py_ssize_t>sizeof(PyObject *) > (<PyTypeObject *>cls).tp_basicsize:
-        raise TypeError(f"{cls.__name__}.{name} is not an object slot")
-    return m.offset
-
-
-cdef inline void _set_slot(PyObject *obj, Py_ssize_t off, object value):
-    cdef PyObject **slot = <PyObject **>((<char *>obj) + off)
-    Py_INCREF(value)
-    Py_XDECREF(slot[0])
-    slot[0] = <PyObject *>value
-
-
-cdef dict _offset_cache = {}
-_ACYCLIC = {bytes, int, type(None), str, float, bool}
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
+    ctypedef struct TypeSlots "PyTypeObject":
+        PyObject *(*tp_new)(TypeSlots *, PyObject *, PyObject *)
+
+cdef tuple _NO_ARGS = ()
+
+_ACYCLIC = {bytes, int, type(None), str, float, bool}
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
-cdef tuple _offsets(type v2_type, tuple slot_names, tuple extra_names):
-    key = (v2_type, slot_names, extra_names)
-    got = _offset_cache.get(key)
-    if got is None:
-        got = (tuple([-1 if n is None else _slot_offset(v2_type, n) for n in slot_names]),
-               tuple([_slot_offset(v2_type, n) for n in extra_names]))
-        _offset_cache[key] = got
-    return <tuple>got
+cdef class BatchHeader:
+    """Storage of a v2 batch's header: C fields, made Python ints only when read.
+
+    The front end subclasses it (with its methods in a mixin); see
+    ``kafkawire._pure.scan.BatchHeader`` for the field list.
+    """
+    cdef public object _buf
+    cdef public object _base_position
+    cdef public object _max_size
+    cdef public object _control
+    cdef public Py_ssize_t _pos
+    cdef public int64_t size
+    cdef public int64_t base_offset
+    cdef public int64_t last_offset
+    cdef public int attributes
+    cdef public uint32_t crc
+    cdef public int32_t partition_leader_epoch
+    cdef public int64_t first_timestamp
+    cdef public int64_t max_timestamp
+    cdef public int64_t producer_id
+    cdef public int producer_epoch
+    cdef public int32_t base_sequence
+    cdef public int32_t record_count
+
+    @property
+    def compression(self):
+        """Codec name of attributes bits 0-2 (the subclass's ``_unknown_codec`` raises otherwise)."""
+        cdef int cid = self.attributes & 7
+        if cid < 5:
+            return _CODEC_NAMES[cid]
+        return self._unknown_codec(cid)
 
 
 def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_count,
-                       bint check_crc, type v2_type, tuple slot_names, tuple extra_names,
-                       tuple extra_values):
+                       bint check_crc, type v2_type, base_position, max_size):
     """``scan_batches``, building objects instead of an array; see ``kafkawire._pure.scan``."""
     cdef Py_buffer view
     cdef Rows rows
-    cdef Py_ssize_t pos, i, j, nextra = len(extra_names)
+    cdef Py_ssize_t pos, i
     cdef int status
     cdef bint skip = False
     cdef const unsigned char *p
-    cdef Py_ssize_t offs[NF]
-    cdef Py_ssize_t extra_offs[16]
     cdef const int64_t *row
-    cdef PyObject *obj
     cdef Py_ssize_t n_legacy = 0
     cdef list out
-    cdef list prev
-    cdef const int64_t *prev_row
-    if len(slot_names) != NF or nextra > 16 or len(extra_values) != nextra:
-        raise ValueError("scan_batch_objects: need NFIELDS slot names and at most 16 extras")
-    o1, o2 = _offsets(v2_type, slot_names, extra_names)
-    # the objects hold only ints and the caller's extras; when those cannot
+    cdef BatchHeader h
+    cdef PyObject *obj
+    if not issubclass(v2_type, BatchHeader):
+        raise TypeError("scan_batch_objects: v2_type must subclass this backend's BatchHeader")
+    # the objects hold only ints and the caller's values; when those cannot
     # reference the objects back (no cycles), the cyclic GC need not track them
-    cdef bint untrack = all(type(v) in _ACYCLIC for v in extra_values)
-    for j in range(NF):
-        offs[j] = o1[j]
-    for j in range(nextra):
-        extra_offs[j] = o2[j]
+    cdef bint untrack = (type(buf) in _ACYCLIC and type(base_position) in _ACYCLIC
+                         and type(max_size) in _ACYCLIC)
     rows.data = NULL
     rows.n = 0
     rows.cap = 0
@@ -287,28 +266,34 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
         if status < 0:
             raise MemoryError("scan_batch_objects: out of memory")
         out = PyList_New(rows.n)
-        prev = [None] * NF
-        prev_row = NULL
         for i in range(rows.n):
             row = rows.data + i * NF
             if row[4] == 2:
-                obj = (<PyTypeObject *>v2_type).tp_alloc(<PyTypeObject *>v2_type, 0)
+                # the type's own tp_new (BatchHeader's, inherited): no Python-level call
+                obj = (<TypeSlots *>v2_type).tp_new(<TypeSlots *>v2_type, <PyObject *>_NO_ARGS, NULL)
                 if obj == NULL:
                     raise MemoryError()
-                o = <object>obj
-                Py_XDECREF(obj)  # `o` holds the reference now
+                h = <BatchHeader>obj
+                Py_DECREF(<object>obj)  # `h` holds the reference now
                 if untrack:
-                    PyObject_GC_UnTrack(obj)
-                for j in range(NF):
-                    if offs[j] >= 0:
-                        # reuse the previous batch's int object for a repeated value
-                        # (sizes, counts, producer ids): fewer allocations per batch
-                        if prev_row == NULL or prev_row[j] != row[j] or prev[j] is None:
-                            prev[j] = row[j]
-                        _set_slot(obj, offs[j], prev[j])
-                prev_row = row
-                for j in range(nextra):
-                    _set_slot(obj, extra_offs[j], extra_values[j])
+                    PyObject_GC_UnTrack(<PyObject *>h)
+                h._buf = buf
+                h._base_position = base_position
+                h._max_size = max_size
+                h._pos = row[0]
+                h.size = row[1]
+                h.base_offset = row[2]
+                h.last_offset = row[3]
+                h.attributes = <int>row[5]
+                h.crc = <uint32_t>row[6]
+                h.partition_leader_epoch = <int32_t>row[7]
+                h.first_timestamp = row[8]
+                h.max_timestamp = row[9]
+                h.producer_id = row[10]
+                h.producer_epoch = <int>row[11]
+                h.base_sequence = <int32_t>row[12]
+                h.record_count = <int32_t>row[13]
+                o = h
             else:
                 o = tuple([row[j] for j in range(NF)])
                 n_legacy += 1

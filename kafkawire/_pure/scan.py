@@ -47,7 +47,7 @@ import numpy as np
 from kafkawire import _scan_common as C
 from kafkawire._pure.crc import crc32c
 
-__all__ = ["scan_batches", "scan_batch_objects"]
+__all__ = ["scan_batches", "scan_batch_objects", "BatchHeader"]
 
 _V2 = struct.Struct(">qiiBIhiqqqhii")  # offset .. record count (61 bytes)
 _V1 = struct.Struct(">qiIbbq")         # offset, length, crc, magic, attributes, timestamp
@@ -115,32 +115,61 @@ def scan_batches(buf, start: int = 0, end: int = -1, max_count: int = -1,
     return headers, pos, status
 
 
+class BatchHeader:
+    """Storage of a v2 batch's header (the compiled twin keeps these as C fields).
+
+    The front end subclasses it together with a mixin holding the methods;
+    ``scan_batch_objects`` fills every slot.
+    """
+
+    __slots__ = ("_buf", "_base_position", "_max_size", "_control", "_pos", "size",
+                 "base_offset", "last_offset", "attributes", "crc", "partition_leader_epoch",
+                 "first_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+                 "base_sequence", "record_count")
+
+    @property
+    def compression(self):
+        """Codec name of attributes bits 0-2 (the subclass's ``_unknown_codec`` raises otherwise)."""
+        cid = self.attributes & C.COMPRESSION_MASK
+        if cid < len(_CODEC_NAMES):
+            return _CODEC_NAMES[cid]
+        return self._unknown_codec(cid)
+
+
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+#: slot filled from each header column (None: not stored)
+_COLUMN_SLOTS = ("_pos", "size", "base_offset", "last_offset", None, "attributes", "crc",
+                 "partition_leader_epoch", "first_timestamp", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "record_count")
+
+
 def scan_batch_objects(buf, start: int, end: int, max_count: int, check_crc: bool, v2_type,
-                       slot_names, extra_names, extra_values):
+                       base_position, max_size):
     """``scan_batches``, building objects instead of an array.
 
     Returns ``(objects, stop_position, status, n_legacy)``: for a v2 row a new
-    ``v2_type`` instance (created without ``__init__``) whose ``__slots__``
-    named by ``slot_names`` (one per column, None to skip) hold the row's
-    values and those in ``extra_names`` hold ``extra_values``; for a v0/v1 row
-    the row as a tuple (``n_legacy`` counts them).  It lets the front end skip
-    a Python-level constructor per batch.
+    ``v2_type`` instance (a subclass of this backend's :class:`BatchHeader`,
+    created without ``__init__``) holding the row's header fields, ``buf``,
+    ``base_position`` and ``max_size`` (``_control`` None); for a v0/v1 row the
+    row as a tuple (``n_legacy`` counts them).  It lets the front end skip a
+    Python-level constructor per batch.
     """
+    if not issubclass(v2_type, BatchHeader):
+        raise TypeError("scan_batch_objects: v2_type must subclass this backend's BatchHeader")
     headers, stop, status = scan_batches(buf, start, end, max_count, check_crc)
-    if len(slot_names) != C.NFIELDS or len(extra_names) != len(extra_values):
-        raise ValueError("scan_batch_objects: need NFIELDS slot names and matching extras")
     out = []
     n_legacy = 0
     new = object.__new__
-    pairs = [(i, n) for i, n in enumerate(slot_names) if n is not None]
-    extras = list(zip(extra_names, extra_values))
+    pairs = [(i, n) for i, n in enumerate(_COLUMN_SLOTS) if n is not None]
     for row in headers.tolist():
         if row[C.MAGIC] == 2:
             obj = new(v2_type)
             for i, name in pairs:
                 setattr(obj, name, row[i])
-            for name, value in extras:
-                setattr(obj, name, value)
+            obj._buf = buf
+            obj._base_position = base_position
+            obj._max_size = max_size
+            obj._control = None
             out.append(obj)
         else:
             out.append(tuple(row))

@@ -12,7 +12,7 @@ from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.errors import CorruptRecordError, KafkaWireError
 
-__all__ = ["RecordBatch", "CODEC_NAMES"]
+__all__ = ["RecordBatch", "CODEC_NAMES", "concrete_batch_class"]
 
 #: Codec names by attribute id (bits 0-2).
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -33,19 +33,23 @@ def _relocate(err: CorruptRecordError, batch, compressed: bool) -> CorruptRecord
 
 
 class RecordBatch:
-    """A v2 record batch.  Iterate it (or call :meth:`records`) for its ``Record``s."""
+    """A v2 record batch.  Iterate it (or call :meth:`records`) for its ``Record``s.
 
-    __slots__ = ("_buf", "_pos", "_base_position", "_max_size", "size", "base_offset",
-                 "last_offset", "attributes", "crc", "partition_leader_epoch",
-                 "first_timestamp", "max_timestamp", "producer_id", "producer_epoch",
-                 "base_sequence", "record_count", "_control")
+    The header fields (``base_offset`` ... ``record_count``) live in the current
+    backend's ``K.BatchHeader`` (C fields in the compiled one, read as ints on
+    access); batch objects are instances of :func:`concrete_batch_class`, a
+    subclass of both, so ``isinstance(b, RecordBatch)`` holds for either backend.
+    """
+
+    __slots__ = ()
 
     magic = 2
 
     @classmethod
     def _from_row(cls, buf, row, base_position: int = 0,
                   max_size: Optional[int] = None) -> "RecordBatch":
-        b = cls.__new__(cls)
+        concrete = concrete_batch_class()
+        b = concrete.__new__(concrete)
         (b._pos, b.size, b.base_offset, b.last_offset, _, b.attributes, b.crc,
          b.partition_leader_epoch, b.first_timestamp, b.max_timestamp, b.producer_id,
          b.producer_epoch, b.base_sequence, b.record_count) = row
@@ -74,12 +78,16 @@ class RecordBatch:
 
     @property
     def compression(self) -> str:
+        """Codec name ("none" .. "zstd"); ``K.BatchHeader`` answers first, in C when compiled."""
         cid = self.attributes & C.COMPRESSION_MASK
         if cid >= len(CODEC_NAMES):
-            raise CorruptRecordError(f"unknown compression codec id {cid} in attributes",
-                                     position=self.position, offset=self.base_offset,
-                                     reason="attributes")
+            return self._unknown_codec(cid)
         return CODEC_NAMES[cid]
+
+    def _unknown_codec(self, cid: int) -> str:
+        raise CorruptRecordError(f"unknown compression codec id {cid} in attributes",
+                                 position=self.position, offset=self.base_offset,
+                                 reason="attributes")
 
     @property
     def timestamp_type(self) -> str:
@@ -238,3 +246,21 @@ class RecordBatch:
                 f"count={self.record_count}, codec={self.attributes & C.COMPRESSION_MASK}, "
                 f"timestamp_type={self.timestamp_type!r}, position={self.position}, "
                 f"size={self.size})")
+
+
+_CONCRETE: dict = {}
+
+
+def concrete_batch_class() -> type:
+    """The class of v2 batch objects for the current backend: ``K.BatchHeader`` + ``RecordBatch``.
+
+    Built once per backend, at call time (the tests switch backends at run time).
+    """
+    base = K.BatchHeader
+    cls = _CONCRETE.get(base)
+    if cls is None:
+        cls = type("RecordBatch", (base, RecordBatch),
+                   {"__slots__": (), "__module__": __name__, "__qualname__": "RecordBatch",
+                    "__doc__": RecordBatch.__doc__})
+        _CONCRETE[base] = cls
+    return cls

@@ -14,7 +14,7 @@ from typing import Iterator, Optional, Union
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.errors import CorruptRecordError
-from kafkawire.records.batch import RecordBatch
+from kafkawire.records.batch import RecordBatch, concrete_batch_class
 from kafkawire.records.legacy import LegacyBatch
 
 __all__ = ["iter_batches", "BatchIterator", "SCAN_CHUNK"]
@@ -68,11 +68,11 @@ class BatchIterator:
         buf, pos, end, base, msize = self._buf, self._start, self._end, self._base, self._max_size
         legacy_from_row = LegacyBatch._from_row
         scan = K.scan_batch_objects
-        extras = (buf, base, msize, None)
+        v2_type = concrete_batch_class()
         verify = self._verify
         while True:
-            objs, stop, status, n_legacy = scan(buf, pos, end, SCAN_CHUNK, verify, RecordBatch,
-                                                _V2_SLOTS, _V2_EXTRAS, extras)
+            objs, stop, status, n_legacy = scan(buf, pos, end, SCAN_CHUNK, verify, v2_type,
+                                                base, msize)
             if n_legacy:
                 objs = [legacy_from_row(buf, b, base, msize) if type(b) is tuple else b
                         for b in objs]
@@ -89,13 +89,6 @@ class BatchIterator:
                 self.partial_tail = base + stop
                 return
             raise _status_error(buf, stop, end, base, status)
-
-
-#: RecordBatch slots filled from each header column (None: not stored; magic is a class attribute).
-_V2_SLOTS = ("_pos", "size", "base_offset", "last_offset", None, "attributes", "crc",
-             "partition_leader_epoch", "first_timestamp", "max_timestamp", "producer_id",
-             "producer_epoch", "base_sequence", "record_count")
-_V2_EXTRAS = ("_buf", "_base_position", "_max_size", "_control")
 
 
 def _status_error(buf, pos: int, end: int, base: int, status: int) -> CorruptRecordError:
