@@ -181,6 +181,8 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
     ctypedef struct TypeSlots "PyTypeObject":
         PyObject *(*tp_new)(TypeSlots *, PyObject *, PyObject *)
+    PyObject *_PyObject_GC_New(TypeSlots *tp)
+    void PyObject_GC_Track(void *op)
 
 cdef tuple _NO_ARGS = ()
 
@@ -221,6 +223,20 @@ cdef class BatchHeader:
         return self._unknown_codec(cid)
 
 
+cdef bint _layout_known():
+    """True when BatchHeader's four object fields follow the object header in order."""
+    cdef BatchHeader h = BatchHeader.__new__(BatchHeader)
+    marks = (object(), object(), object(), object())
+    h._buf, h._base_position, h._max_size, h._control = marks
+    cdef PyObject **f = <PyObject **>((<char *><PyObject *>h) + sizeof(PyObject))
+    return all(f[j] == <PyObject *>marks[j] for j in range(4))
+
+
+# with a known layout, objects are made with _PyObject_GC_New (no zero-fill, not
+# tracked) and every field is written once; otherwise through the type's tp_new
+cdef bint _RAW_NEW = _layout_known()
+
+
 def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_count,
                        bint check_crc, type v2_type, base_position, max_size):
     """``scan_batches``, building objects instead of an array; see ``kafkawire._pure.scan``."""
@@ -235,6 +251,7 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
     cdef list out
     cdef BatchHeader h
     cdef PyObject *obj
+    cdef PyObject **f
     if not issubclass(v2_type, BatchHeader):
         raise TypeError("scan_batch_objects: v2_type must subclass this backend's BatchHeader")
     # the objects hold only ints and the caller's values; when those cannot
@@ -269,17 +286,36 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
         for i in range(rows.n):
             row = rows.data + i * NF
             if row[4] == 2:
-                # the type's own tp_new (BatchHeader's, inherited): no Python-level call
-                obj = (<TypeSlots *>v2_type).tp_new(<TypeSlots *>v2_type, <PyObject *>_NO_ARGS, NULL)
-                if obj == NULL:
-                    raise MemoryError()
-                h = <BatchHeader>obj
-                Py_DECREF(<object>obj)  # `h` holds the reference now
-                if untrack:
-                    PyObject_GC_UnTrack(<PyObject *>h)
-                h._buf = buf
-                h._base_position = base_position
-                h._max_size = max_size
+                if _RAW_NEW:
+                    obj = _PyObject_GC_New(<TypeSlots *>v2_type)
+                    if obj == NULL:
+                        raise MemoryError()
+                    f = <PyObject **>((<char *>obj) + sizeof(PyObject))
+                    Py_INCREF(buf)
+                    f[0] = <PyObject *>buf
+                    Py_INCREF(base_position)
+                    f[1] = <PyObject *>base_position
+                    Py_INCREF(max_size)
+                    f[2] = <PyObject *>max_size
+                    Py_INCREF(None)
+                    f[3] = <PyObject *>None
+                    h = <BatchHeader>obj
+                    Py_DECREF(<object>obj)  # `h` holds the reference now
+                    if not untrack:
+                        PyObject_GC_Track(obj)
+                else:
+                    # the type's own tp_new (BatchHeader's, inherited): no Python-level call
+                    obj = (<TypeSlots *>v2_type).tp_new(<TypeSlots *>v2_type,
+                                                        <PyObject *>_NO_ARGS, NULL)
+                    if obj == NULL:
+                        raise MemoryError()
+                    h = <BatchHeader>obj
+                    Py_DECREF(<object>obj)  # `h` holds the reference now
+                    if untrack:
+                        PyObject_GC_UnTrack(<PyObject *>h)
+                    h._buf = buf
+                    h._base_position = base_position
+                    h._max_size = max_size
                 h._pos = row[0]
                 h.size = row[1]
                 h.base_offset = row[2]
