@@ -251,6 +251,16 @@ class RecordBatch:
 _CONCRETE: dict = {}
 
 
+def _reduce(batch):
+    """Pickle a batch as its buffer and position (re-read by ``from_buffer`` on load)."""
+    return (_unpickle, (batch._buf, batch._pos, batch._base_position, batch._max_size))
+
+
+def _unpickle(buf, pos: int, base_position: int, max_size: Optional[int]) -> "RecordBatch":
+    return RecordBatch.from_buffer(buf, pos, base_position=base_position,
+                                   max_decompressed_size=max_size)
+
+
 def concrete_batch_class() -> type:
     """The class of v2 batch objects for the current backend: ``K.BatchHeader`` + ``RecordBatch``.
 
@@ -261,6 +271,6 @@ def concrete_batch_class() -> type:
     if cls is None:
         cls = type("RecordBatch", (base, RecordBatch),
                    {"__slots__": (), "__module__": __name__, "__qualname__": "RecordBatch",
-                    "__doc__": RecordBatch.__doc__})
+                    "__doc__": RecordBatch.__doc__, "__reduce__": _reduce})
         _CONCRETE[base] = cls
     return cls
