@@ -131,6 +131,23 @@ cdef int scan_core(const unsigned char *buf, Py_ssize_t *ppos, Py_ssize_t end,
     return status
 
 
+cdef int _scan_rows(object buf, const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end,
+                    Py_ssize_t max_count, bint check_crc, Rows *rows) except? -9:
+    """``scan_core`` over ``[pos, end)``; legacy CRC-32s are checked here (zlib, with the GIL)."""
+    cdef int status
+    cdef bint skip = False
+    while True:
+        with nogil:
+            status = scan_core(p, pos, end, max_count, check_crc, skip, rows)
+        if status != NEED_LEGACY_CRC:
+            return status
+        size = kw_be_i32(p + pos[0] + 8) + 12
+        stored = kw_be_u32(p + pos[0] + 12)
+        if zlib.crc32((<object>memoryview(buf).cast("B"))[pos[0] + 16:pos[0] + size]) != stored:
+            return 4
+        skip = True
+
+
 def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_count=-1,
                  bint check_crc=False):
     """Read batch headers of ``buf[start:end]``; see ``kafkawire._pure.scan``."""
@@ -138,7 +155,6 @@ def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_coun
     cdef Rows rows
     cdef Py_ssize_t pos
     cdef int status
-    cdef bint skip = False
     cdef const unsigned char *p
     cdef cnp.ndarray out
     rows.data = NULL
@@ -152,17 +168,7 @@ def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_coun
         if start < 0:
             start = 0
         pos = start
-        while True:
-            with nogil:
-                status = scan_core(p, &pos, end, max_count, check_crc, skip, &rows)
-            if status != NEED_LEGACY_CRC:
-                break
-            size = kw_be_i32(p + pos + 8) + 12
-            stored = kw_be_u32(p + pos + 12)
-            if zlib.crc32((<object>memoryview(buf).cast("B"))[pos + 16:pos + size]) != stored:
-                status = 4
-                break
-            skip = True
+        status = _scan_rows(buf, p, &pos, end, max_count, check_crc, &rows)
         if status < 0:
             raise MemoryError("scan_batches: out of memory for the header array")
         out = np.empty((rows.n, NF), dtype=np.int64)
@@ -244,7 +250,6 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
     cdef Rows rows
     cdef Py_ssize_t pos, i
     cdef int status
-    cdef bint skip = False
     cdef const unsigned char *p
     cdef const int64_t *row
     cdef Py_ssize_t n_legacy = 0
@@ -269,17 +274,7 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
         if start < 0:
             start = 0
         pos = start
-        while True:
-            with nogil:
-                status = scan_core(p, &pos, end, max_count, check_crc, skip, &rows)
-            if status != NEED_LEGACY_CRC:
-                break
-            size = kw_be_i32(p + pos + 8) + 12
-            stored = kw_be_u32(p + pos + 12)
-            if zlib.crc32((<object>memoryview(buf).cast("B"))[pos + 16:pos + size]) != stored:
-                status = 4
-                break
-            skip = True
+        status = _scan_rows(buf, p, &pos, end, max_count, check_crc, &rows)
         if status < 0:
             raise MemoryError("scan_batch_objects: out of memory")
         out = PyList_New(rows.n)
