@@ -189,6 +189,13 @@ def _worker_aiokafka(data, repeat, expect_cython):
         assert "_crecords" in memory_records.MemoryRecords.__module__
     MemoryRecords = memory_records.MemoryRecords
 
+    return _memory_records_loops(MemoryRecords, data, "aiokafka")
+
+
+def _memory_records_loops(MemoryRecords, data, name):
+    """Header-only, full-decode and CRC loops over aiokafka's or kafka-python's MemoryRecords
+    (the two share that API); the same five header fields kafkawire's loop reads."""
+
     def header():
         s = 0
         mr = MemoryRecords(data)
@@ -217,7 +224,7 @@ def _worker_aiokafka(data, repeat, expect_cython):
             if b is None:
                 return 0
             if not b.validate_crc():
-                raise AssertionError("aiokafka: CRC mismatch")
+                raise AssertionError(f"{name}: CRC mismatch")
 
     return header, decode, crc
 
@@ -225,37 +232,7 @@ def _worker_aiokafka(data, repeat, expect_cython):
 def _worker_kafka_python(data, repeat):
     from kafka.record.memory_records import MemoryRecords
 
-    def header():
-        s = 0
-        mr = MemoryRecords(data)
-        while True:
-            b = mr.next_batch()
-            if b is None:
-                return s
-            s += b.base_offset + b.next_offset + b.max_timestamp + b.producer_id
-            b.compression_type
-
-    def decode():
-        n = 0
-        mr = MemoryRecords(data)
-        while True:
-            b = mr.next_batch()
-            if b is None:
-                return n
-            for r in b:
-                r.offset, r.timestamp, r.key, r.value, r.headers
-                n += 1
-
-    def crc():
-        mr = MemoryRecords(data)
-        while True:
-            b = mr.next_batch()
-            if b is None:
-                return 0
-            if not b.validate_crc():
-                raise AssertionError("kafka-python: CRC mismatch")
-
-    return header, decode, crc
+    return _memory_records_loops(MemoryRecords, data, "kafka-python")
 
 
 def _codec_payloads(data):
