@@ -13,7 +13,9 @@ inner message set) as one payload.  Each codec has a Kafka-specific twist:
   checksum (KAFKA-3160: computed over the 4 magic bytes too); Kafka ignores the
   header checksum when reading magic 0 and writes the broken one for magic 0.
   We do the same, so the frame is parsed here and only blocks go to ``lz4.block``.
-* **zstd** — Kafka's frames may lack the content size, so we stream.
+* **zstd** — one call into ``zstandard`` per frame: a frame that declares its content
+  size is sized by it, one that does not (Kafka's Java client writes those) by its
+  block headers; a frame that may inflate past the bound is streamed in small pieces.
 
 Decompression is bounded: output past ``max_size`` raises
 :class:`~kafkawire.errors.RecordTooLargeError` (reason ``"too_large"``) before
@@ -441,34 +443,73 @@ def _zstd_frames(mv: Buffer, n: int) -> List[tuple]:
     return frames
 
 
+def _zstd_one_frame_size(mv: Buffer, n: int) -> int:
+    """Content size declared by a payload that starts with a zstd frame header, else -1.
+
+    Only the header is read.  A size no single frame of ``n`` bytes could hold
+    (every block has a 3-byte header and yields at most 128 KiB) gives -1 too,
+    leaving such payloads to the block walk, which reports them.
+    """
+    if n < 6 or mv[0] != 0x28 or mv[1] != 0xB5 or mv[2] != 0x2F or mv[3] != 0xFD:
+        return -1
+    fhd = mv[4]
+    fcs_code = fhd >> 6
+    single = fhd & 0x20
+    if fcs_code == 0 and not single:
+        return -1
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+    fcs_size = (1, 2, 4, 8)[fcs_code]
+    if pos + fcs_size > n:
+        return -1
+    size = int.from_bytes(mv[pos:pos + fcs_size], "little")
+    if fcs_size == 2:
+        size += 256
+    if size > (n // 3 + 1) * _ZSTD_BLOCK_MAX:
+        return -1
+    return size
+
+
 def _zstd_decompress(data: Buffer, limit: int, magic: int) -> bytes:
-    zstd = _lib("zstd")
+    zstd = _libs.get("zstd") or _lib("zstd")
     dctx = _libs.get("zstd_dctx")
     if dctx is None:
         dctx = _libs["zstd_dctx"] = zstd.ZstdDecompressor()
     mv = data if type(data) is bytes else _as_bytes_view(data)
-    frames = _zstd_frames(mv, len(mv))
+    n = len(mv)
+    # Common case (one frame that declares its size, within the limit): one call
+    # into the library, which checks the size, truncation and trailing bytes.
+    # Anything it refuses goes through the block walk below for a precise error.
+    if 0 <= _zstd_one_frame_size(mv, n) <= limit:
+        try:
+            return dctx.decompress(mv, allow_extra_data=False)
+        except zstd.ZstdError:
+            pass
+    frames = _zstd_frames(mv, n)
     if not frames:
         raise _corrupt("zstd", "no frame in payload")
     out: List[bytes] = []
     total = 0
     try:
         for start, end, bound in frames:
-            dobj = dctx.decompressobj()
+            piece = mv[start:end] if start or end != n else mv
             if total + bound <= limit:
-                chunk = dobj.decompress(mv[start:end] if start or end != len(mv) else mv)
+                # ``bound`` (from the block headers) caps the output, so one call does
+                # for frames without a content size too
+                chunk = dctx.decompress(piece, max_output_size=max(bound, 1),
+                                        allow_extra_data=False)
             else:   # may be a bomb: feed small pieces, checking the output as it grows
+                dobj = dctx.decompressobj()
                 parts = []
                 got = 0
                 for i in range(start, end, 1024):
-                    piece = dobj.decompress(mv[i:min(i + 1024, end)])
-                    got += len(piece)
+                    part = dobj.decompress(mv[i:min(i + 1024, end)])
+                    got += len(part)
                     if total + got > limit:
                         raise _too_large("zstd", limit)
-                    parts.append(piece)
+                    parts.append(part)
+                if not dobj.eof:
+                    raise _corrupt("zstd", "truncated frame")
                 chunk = b"".join(parts)
-            if not dobj.eof:
-                raise _corrupt("zstd", "truncated frame")
             total += len(chunk)
             if total > limit:
                 raise _too_large("zstd", limit)
