@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from itertools import chain
 
 from kafkawire.errors import CorruptRecordError
 
@@ -141,126 +142,315 @@ def _bounds(buf, start, end):
 def decode_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
                       timestamp_type, on_error=None):
     """Decode ``count`` v2 records from ``buf[start:end]``; see the module docstring."""
-    try:
-        return _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
-                          timestamp_type, False)
-    except CorruptRecordError as exc:
+    out, err = _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+                          timestamp_type)
+    if err is not None:
         if on_error is None:
-            raise
-        raise on_error(exc) from None
+            raise err
+        raise on_error(err) from None
+    return out
 
 
 def iter_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
                     timestamp_type, on_error=None):
-    """Lazy ``decode_records_v2``: an iterator of ``Record``s; see the module docstring."""
-    gen = _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
-                     timestamp_type, True)
+    """Lazy ``decode_records_v2``: an iterator of ``Record``s; see the module docstring.
+
+    The records are decoded up front (a list iterator costs far less per step
+    than a generator); a decoding error is raised only once the records
+    before it have been yielded, as a lazy decoder would.
+    """
+    out, err = _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+                          timestamp_type)
+    if err is None:
+        return iter(out)
+    return chain(out, _raise_later(err, on_error))
+
+
+def _raise_later(err, on_error):
     if on_error is None:
-        return gen
-    return _relocating(gen, on_error)
+        raise err
+    raise on_error(err) from None
+    yield  # a generator: raises when reached
 
 
-def _relocating(gen, on_error):
-    try:
-        yield from gen
-    except CorruptRecordError as exc:
-        raise on_error(exc) from None
+class _Slow(Exception):
+    """This record needs the checked decoder (it is malformed or unusual)."""
+
+
+_SLOW = _Slow()
+
+#: Zigzag values of varints: index b (< 128) for a one-byte varint b, and
+#: b + (c << 7) (>= 128) for a two-byte varint b, c (b >= 128 > c).
+_ZZ = tuple([(u >> 1) ^ -(u & 1) for u in range(128)]
+            + [(u >> 1) ^ -(u & 1) for u in range(1 << 14)])
 
 
 def _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
-               timestamp_type, lazy):
-    if lazy:
-        return _gen_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
-                       timestamp_type)
-    return list(_gen_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
-                        timestamp_type))
+               timestamp_type):
+    """Decode v2 records into a list: ``(records, error)``.
 
-
-def _gen_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
-            timestamp_type):
-    buf = _view(buf)
-    start, end = _bounds(buf, start, end)
+    ``error`` is None or the ``CorruptRecordError`` met after ``records``.
+    Each record goes through an optimistic decoder that inlines one- and
+    two-byte varints and defers most bounds checks to the final "record used
+    exactly its length" check; anything unusual (a longer varint, a field out
+    of its record, an error) sends that record through ``_checked_record``,
+    which either decodes it or raises the precise error.
+    """
+    view = _view(buf)
+    start, end = _bounds(view, start, end)
+    out = []
     if count < 0 or (count > 0 and count > (end - start) // 7):
-        raise _corrupt(f"record count {count} impossible for {end - start} bytes of records",
-                       start, base_offset, "count")
+        return out, _corrupt(f"record count {count} impossible for {end - start} bytes of "
+                             f"records", start, base_offset, "count")
+    if type(view) is bytes:
+        data = view
+        shift = 0
+    else:
+        # slices of bytes are bytes: one copy of the region, then no bytes() per field
+        data = bytes(view[start:end])
+        shift = start
     lat = timestamp_type == 1
     ts_name = _TS_NAMES[1 if lat else 0]
-    pos = start
+    pos = start - shift
+    lend = end - shift
+    T = _ZZ
     varint = _varint
-    for _ in range(count):
-        rec_start = pos
-        length, pos = varint(buf, pos, end)
-        if length < 6 or pos + length > end:
-            if length < 0 or length < 6:
-                raise _corrupt(f"record length {length} is invalid", rec_start, None, "length")
-            raise _corrupt(f"record length {length} runs past the end of the batch",
-                           rec_start, None, "truncated")
-        rend = pos + length
-        pos += 1  # attributes (unused by Kafka)
-        ts_delta, pos = varint(buf, pos, rend, 64)
-        off_delta, pos = varint(buf, pos, rend)
-        offset = base_offset + off_delta
-        klen, pos = varint(buf, pos, rend)
-        if klen < 0:
-            if klen != -1:
-                raise _corrupt(f"invalid key length {klen}", pos, offset, "length")
-            key = None
-        else:
-            if pos + klen > rend:
-                raise _corrupt("key runs past the end of the record", pos, offset)
-            key = bytes(buf[pos:pos + klen])
-            pos += klen
-        vlen, pos = varint(buf, pos, rend)
-        if vlen < 0:
-            if vlen != -1:
-                raise _corrupt(f"invalid value length {vlen}", pos, offset, "length")
-            value = None
-        else:
-            if pos + vlen > rend:
-                raise _corrupt("value runs past the end of the record", pos, offset)
-            value = bytes(buf[pos:pos + vlen])
-            pos += vlen
-        nh, pos = varint(buf, pos, rend)
-        headers = []
-        if nh:
-            if nh < 0 or nh > rend - pos:
-                raise _corrupt(f"invalid header count {nh}", pos, offset, "length")
-            for _h in range(nh):
-                hklen, pos = varint(buf, pos, rend)
-                if hklen < 0 or pos + hklen > rend:
-                    raise _corrupt(f"invalid header key length {hklen}", pos, offset, "length")
-                try:
-                    hkey = bytes(buf[pos:pos + hklen]).decode("utf-8")
-                except UnicodeDecodeError:
-                    raise _corrupt("header key is not valid UTF-8", pos, offset, "utf8") from None
-                pos += hklen
-                hvlen, pos = varint(buf, pos, rend)
-                if hvlen < 0:
-                    if hvlen != -1:
-                        raise _corrupt(f"invalid header value length {hvlen}", pos, offset,
-                                       "length")
-                    hval = None
+    new = object.__new__
+    R = Record
+    append = out.append
+    try:
+        for _ in range(count):
+            rec = pos
+            try:
+                b = data[pos]
+                if b < 128:
+                    length = T[b]
+                    pos += 1
                 else:
-                    if pos + hvlen > rend:
-                        raise _corrupt("header value runs past the end of the record", pos,
-                                       offset)
-                    hval = bytes(buf[pos:pos + hvlen])
-                    pos += hvlen
-                headers.append((hkey, hval))
-        if pos != rend:
-            raise _corrupt(f"record declares {length} bytes but its fields use "
-                           f"{pos - rend + length}", rec_start, offset, "length")
-        r = Record.__new__(Record)
-        r.offset = offset
-        r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
-        r.timestamp_type = ts_name
-        r.key = key
-        r.value = value
-        r.headers = headers
-        yield r
-    if pos != end:
-        raise _corrupt(f"{end - pos} bytes left after the batch's {count} records", pos,
-                       None, "count")
+                    c = data[pos + 1]
+                    if c < 128:
+                        length = T[b + (c << 7)]
+                        pos += 2
+                    else:
+                        length, pos = varint(data, pos, lend)
+                rend = pos + length
+                if length < 6 or rend > lend:
+                    raise _SLOW
+                b = data[pos + 1]  # after the attributes byte (unused by Kafka)
+                if b < 128:
+                    ts_delta = T[b]
+                    pos += 2
+                else:
+                    c = data[pos + 2]
+                    if c < 128:
+                        ts_delta = T[b + (c << 7)]
+                        pos += 3
+                    else:
+                        ts_delta, pos = varint(data, pos + 1, rend, 64)
+                b = data[pos]
+                if b < 128:
+                    off_delta = T[b]
+                    pos += 1
+                else:
+                    c = data[pos + 1]
+                    if c < 128:
+                        off_delta = T[b + (c << 7)]
+                        pos += 2
+                    else:
+                        off_delta, pos = varint(data, pos, rend)
+                b = data[pos]
+                if b < 128:
+                    n = T[b]
+                    pos += 1
+                else:
+                    c = data[pos + 1]
+                    if c < 128:
+                        n = T[b + (c << 7)]
+                        pos += 2
+                    else:
+                        n, pos = varint(data, pos, rend)
+                if n >= 0:
+                    p = pos + n
+                    if p > rend:
+                        raise _SLOW
+                    key = data[pos:p]
+                    pos = p
+                elif n == -1:
+                    key = None
+                else:
+                    raise _SLOW
+                b = data[pos]
+                if b < 128:
+                    n = T[b]
+                    pos += 1
+                else:
+                    c = data[pos + 1]
+                    if c < 128:
+                        n = T[b + (c << 7)]
+                        pos += 2
+                    else:
+                        n, pos = varint(data, pos, rend)
+                if n >= 0:
+                    p = pos + n
+                    if p > rend:
+                        raise _SLOW
+                    value = data[pos:p]
+                    pos = p
+                elif n == -1:
+                    value = None
+                else:
+                    raise _SLOW
+                if data[pos] == 0:
+                    headers = []
+                    pos += 1
+                else:
+                    headers, pos = _headers(data, pos, rend)
+                if pos != rend:
+                    raise _SLOW
+            except (_Slow, IndexError, CorruptRecordError, UnicodeDecodeError):
+                r, pos = _checked_record(view, rec + shift, end, base_offset, base_timestamp,
+                                         max_timestamp, lat, ts_name)
+                pos -= shift
+                append(r)
+                continue
+            r = new(R)
+            r.offset = base_offset + off_delta
+            r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
+            r.timestamp_type = ts_name
+            r.key = key
+            r.value = value
+            r.headers = headers
+            append(r)
+        if pos != lend:
+            raise _corrupt(f"{lend - pos} bytes left after the batch's {count} records",
+                           pos + shift, None, "count")
+    except CorruptRecordError as exc:
+        return out, exc
+    return out, None
+
+
+def _headers(data, pos, rend):
+    """Optimistic decode of a record's header count and headers -> ``(list, pos)``.
+
+    Raises ``_Slow`` (or IndexError, CorruptRecordError, UnicodeDecodeError)
+    for anything the checked decoder must look at.
+    """
+    T = _ZZ
+    varint = _varint
+    b = data[pos]
+    if b < 128:
+        nh = T[b]
+        pos += 1
+    else:
+        nh, pos = varint(data, pos, rend)
+    if nh < 0 or nh > rend - pos:
+        raise _SLOW
+    headers = []
+    append = headers.append
+    for _ in range(nh):
+        b = data[pos]
+        if b < 128:
+            n = T[b]
+            pos += 1
+        else:
+            n, pos = varint(data, pos, rend)
+        p = pos + n
+        if n < 0 or p > rend:
+            raise _SLOW
+        hkey = data[pos:p].decode()
+        pos = p
+        b = data[pos]
+        if b < 128:
+            n = T[b]
+            pos += 1
+        else:
+            n, pos = varint(data, pos, rend)
+        if n >= 0:
+            p = pos + n
+            if p > rend:
+                raise _SLOW
+            append((hkey, data[pos:p]))
+            pos = p
+        elif n == -1:
+            append((hkey, None))
+        else:
+            raise _SLOW
+    return headers, pos
+
+
+def _checked_record(buf, pos, end, base_offset, base_timestamp, max_timestamp, lat, ts_name):
+    """Decode the record at ``pos`` checking every field -> ``(Record, next_pos)``, or raise."""
+    varint = _varint
+    rec_start = pos
+    length, pos = varint(buf, pos, end)
+    if length < 6 or pos + length > end:
+        if length < 0 or length < 6:
+            raise _corrupt(f"record length {length} is invalid", rec_start, None, "length")
+        raise _corrupt(f"record length {length} runs past the end of the batch",
+                       rec_start, None, "truncated")
+    rend = pos + length
+    pos += 1  # attributes (unused by Kafka)
+    ts_delta, pos = varint(buf, pos, rend, 64)
+    off_delta, pos = varint(buf, pos, rend)
+    offset = base_offset + off_delta
+    klen, pos = varint(buf, pos, rend)
+    if klen < 0:
+        if klen != -1:
+            raise _corrupt(f"invalid key length {klen}", pos, offset, "length")
+        key = None
+    else:
+        if pos + klen > rend:
+            raise _corrupt("key runs past the end of the record", pos, offset)
+        key = bytes(buf[pos:pos + klen])
+        pos += klen
+    vlen, pos = varint(buf, pos, rend)
+    if vlen < 0:
+        if vlen != -1:
+            raise _corrupt(f"invalid value length {vlen}", pos, offset, "length")
+        value = None
+    else:
+        if pos + vlen > rend:
+            raise _corrupt("value runs past the end of the record", pos, offset)
+        value = bytes(buf[pos:pos + vlen])
+        pos += vlen
+    nh, pos = varint(buf, pos, rend)
+    headers = []
+    if nh:
+        if nh < 0 or nh > rend - pos:
+            raise _corrupt(f"invalid header count {nh}", pos, offset, "length")
+        for _h in range(nh):
+            hklen, pos = varint(buf, pos, rend)
+            if hklen < 0 or pos + hklen > rend:
+                raise _corrupt(f"invalid header key length {hklen}", pos, offset, "length")
+            try:
+                hkey = bytes(buf[pos:pos + hklen]).decode("utf-8")
+            except UnicodeDecodeError:
+                raise _corrupt("header key is not valid UTF-8", pos, offset, "utf8") from None
+            pos += hklen
+            hvlen, pos = varint(buf, pos, rend)
+            if hvlen < 0:
+                if hvlen != -1:
+                    raise _corrupt(f"invalid header value length {hvlen}", pos, offset,
+                                   "length")
+                hval = None
+            else:
+                if pos + hvlen > rend:
+                    raise _corrupt("header value runs past the end of the record", pos,
+                                   offset)
+                hval = bytes(buf[pos:pos + hvlen])
+                pos += hvlen
+            headers.append((hkey, hval))
+    if pos != rend:
+        raise _corrupt(f"record declares {length} bytes but its fields use "
+                       f"{pos - rend + length}", rec_start, offset, "length")
+    r = Record.__new__(Record)
+    r.offset = offset
+    r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
+    r.timestamp_type = ts_name
+    r.key = key
+    r.value = value
+    r.headers = headers
+    return r, pos
 
 
 _LEGACY_HEAD = struct.Struct(">qiIbb")
