@@ -124,6 +124,23 @@ def _varint(buf, pos, end, bits=32):
     raise _corrupt(f"varint longer than {maxb} bytes", start, reason="varint")
 
 
+def _long_varint(data, pos, end, bits=32):
+    """Zigzag varint of three or more bytes (the optimistic decoder's slow lane).
+
+    Three and four bytes are unrolled (no masking needed below 32 bits);
+    longer ones go through the checked ``_varint``.
+    """
+    b = data[pos + 2]
+    if b < 128:
+        u = (data[pos] - 128) | ((data[pos + 1] - 128) << 7) | (b << 14)
+        return (u >> 1) ^ -(u & 1), pos + 3
+    c = data[pos + 3]
+    if c < 128:
+        u = (data[pos] - 128) | ((data[pos + 1] - 128) << 7) | ((b - 128) << 14) | (c << 21)
+        return (u >> 1) ^ -(u & 1), pos + 4
+    return _varint(data, pos, end, bits)
+
+
 def _view(buf):
     if isinstance(buf, (bytes, bytearray)):
         return buf
@@ -214,7 +231,7 @@ def _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestam
     pos = start - shift
     lend = end - shift
     T = _ZZ
-    varint = _varint
+    varint = _long_varint
     new = object.__new__
     R = Record
     append = out.append
@@ -336,13 +353,18 @@ def _headers(data, pos, rend):
     for anything the checked decoder must look at.
     """
     T = _ZZ
-    varint = _varint
+    varint = _long_varint
     b = data[pos]
     if b < 128:
         nh = T[b]
         pos += 1
     else:
-        nh, pos = varint(data, pos, rend)
+        c = data[pos + 1]
+        if c < 128:
+            nh = T[b + (c << 7)]
+            pos += 2
+        else:
+            nh, pos = varint(data, pos, rend)
     if nh < 0 or nh > rend - pos:
         raise _SLOW
     headers = []
@@ -353,7 +375,12 @@ def _headers(data, pos, rend):
             n = T[b]
             pos += 1
         else:
-            n, pos = varint(data, pos, rend)
+            c = data[pos + 1]
+            if c < 128:
+                n = T[b + (c << 7)]
+                pos += 2
+            else:
+                n, pos = varint(data, pos, rend)
         p = pos + n
         if n < 0 or p > rend:
             raise _SLOW
@@ -364,7 +391,12 @@ def _headers(data, pos, rend):
             n = T[b]
             pos += 1
         else:
-            n, pos = varint(data, pos, rend)
+            c = data[pos + 1]
+            if c < 128:
+                n = T[b + (c << 7)]
+                pos += 2
+            else:
+                n, pos = varint(data, pos, rend)
         if n >= 0:
             p = pos + n
             if p > rend:

@@ -52,46 +52,86 @@ __all__ = ["scan_batches", "scan_batch_objects", "BatchHeader"]
 _V2 = struct.Struct(">qiiBIhiqqqhii")  # offset .. record count (61 bytes)
 _V1 = struct.Struct(">qiIbbq")         # offset, length, crc, magic, attributes, timestamp
 _V0 = struct.Struct(">qiIbb")
+_LENGTH = struct.Struct(">i").unpack_from
 
 
 def scan_batches(buf, start: int = 0, end: int = -1, max_count: int = -1,
                  check_crc: bool = False):
     """Read batch headers of ``buf[start:end]``; see the module docstring."""
+    rows, pos, status, _ = _scan(buf, start, end, max_count, check_crc, None, 0, None)
+    headers = np.array(rows, dtype=np.int64).reshape(len(rows), C.NFIELDS)
+    return headers, pos, status
+
+
+def _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_size):
+    """The scan loop behind both kernels -> ``(items, stop, status, n_legacy)``.
+
+    Items are row tuples, except that with a ``v2_type`` a v2 batch becomes an
+    instance of it directly (no row in between).
+    """
     mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
     n = len(mv)
     if end < 0 or end > n:
         end = n
     if start < 0:
         start = 0
+    if max_count < 0:
+        max_count = n  # more than there can be batches
     rows = []
+    append = rows.append
+    new = object.__new__
+    n_legacy = 0
     pos = start
     status = C.OK
+    unpack_v2 = _V2.unpack_from
+    length_at = _LENGTH
     while pos < end:
-        if max_count >= 0 and len(rows) >= max_count:
+        if len(rows) >= max_count:
             break
-        if end - pos < C.LOG_OVERHEAD:
+        if end - pos < 12:  # C.LOG_OVERHEAD
             status = C.PARTIAL
             break
-        length = int.from_bytes(mv[pos + 8:pos + 12], "big", signed=True)
-        if length < C.MIN_LENGTH:
+        length = length_at(mv, pos + 8)[0]
+        if length < 14:  # C.MIN_LENGTH
             status = C.CORRUPT_LENGTH
             break
-        size = length + C.LOG_OVERHEAD
+        size = length + 12
         if size > end - pos:
             status = C.PARTIAL
             break
-        magic = mv[pos + C.MAGIC_OFFSET]
+        magic = mv[pos + 16]
         if magic == 2:
-            if length < C.V2_MIN_LENGTH:
+            if length < 49:  # C.V2_MIN_LENGTH
                 status = C.CORRUPT_LENGTH
                 break
             (base_offset, _, ple, _, crc, attrs, last_delta, first_ts, max_ts, pid, pepoch,
-             base_seq, count) = _V2.unpack_from(mv, pos)
-            if check_crc and crc32c(mv, pos + C.V2_CRC_START, pos + size) != crc:
+             base_seq, count) = unpack_v2(mv, pos)
+            if check_crc and crc32c(mv, pos + 21, pos + size) != crc:
                 status = C.CRC_MISMATCH
                 break
-            rows.append((pos, size, base_offset, base_offset + last_delta, 2, attrs & 0xFFFF, crc,
-                         ple, first_ts, max_ts, pid, pepoch, base_seq, count))
+            if v2_type is None:
+                append((pos, size, base_offset, base_offset + last_delta, 2, attrs & 0xFFFF, crc,
+                        ple, first_ts, max_ts, pid, pepoch, base_seq, count))
+            else:
+                b = new(v2_type)
+                b._pos = pos
+                b.size = size
+                b.base_offset = base_offset
+                b.last_offset = base_offset + last_delta
+                b.attributes = attrs & 0xFFFF
+                b.crc = crc
+                b.partition_leader_epoch = ple
+                b.first_timestamp = first_ts
+                b.max_timestamp = max_ts
+                b.producer_id = pid
+                b.producer_epoch = pepoch
+                b.base_sequence = base_seq
+                b.record_count = count
+                b._buf = buf
+                b._base_position = base_position
+                b._max_size = max_size
+                b._control = None
+                append(b)
         elif magic == 1 or magic == 0:
             if magic == 1:
                 if length < C.V1_MIN_LENGTH:
@@ -106,13 +146,13 @@ def scan_batches(buf, start: int = 0, end: int = -1, max_count: int = -1,
                 break
             attrs &= 0xFF
             count = -1 if attrs & C.LEGACY_COMPRESSION_MASK else 1
-            rows.append((pos, size, offset, offset, magic, attrs, crc, -1, ts, ts, -1, -1, -1, count))
+            append((pos, size, offset, offset, magic, attrs, crc, -1, ts, ts, -1, -1, -1, count))
+            n_legacy += 1
         else:
             status = C.BAD_MAGIC
             break
         pos += size
-    headers = np.array(rows, dtype=np.int64).reshape(len(rows), C.NFIELDS)
-    return headers, pos, status
+    return rows, pos, status, n_legacy
 
 
 class BatchHeader:
@@ -130,19 +170,14 @@ class BatchHeader:
     @property
     def compression(self):
         """Codec name of attributes bits 0-2 (the subclass's ``_unknown_codec`` raises otherwise)."""
-        cid = self.attributes & C.COMPRESSION_MASK
-        if cid < len(_CODEC_NAMES):
-            return _CODEC_NAMES[cid]
-        return self._unknown_codec(cid)
+        name = _CODEC_NAMES[self.attributes & 7]  # C.COMPRESSION_MASK
+        if name is None:
+            return self._unknown_codec(self.attributes & 7)
+        return name
 
 
-_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
-#: slot filled from each header column (None: not stored)
-_COLUMN_SLOTS = ("_pos", "size", "base_offset", "last_offset", None, "attributes", "crc",
-                 "partition_leader_epoch", "first_timestamp", "max_timestamp", "producer_id",
-                 "producer_epoch", "base_sequence", "record_count")
-
-
+#: codec names by attributes bits 0-2 (ids 5-7 are unknown)
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd", None, None, None)
 def scan_batch_objects(buf, start: int, end: int, max_count: int, check_crc: bool, v2_type,
                        base_position, max_size):
     """``scan_batches``, building objects instead of an array.
@@ -156,22 +191,4 @@ def scan_batch_objects(buf, start: int, end: int, max_count: int, check_crc: boo
     """
     if not issubclass(v2_type, BatchHeader):
         raise TypeError("scan_batch_objects: v2_type must subclass this backend's BatchHeader")
-    headers, stop, status = scan_batches(buf, start, end, max_count, check_crc)
-    out = []
-    n_legacy = 0
-    new = object.__new__
-    pairs = [(i, n) for i, n in enumerate(_COLUMN_SLOTS) if n is not None]
-    for row in headers.tolist():
-        if row[C.MAGIC] == 2:
-            obj = new(v2_type)
-            for i, name in pairs:
-                setattr(obj, name, row[i])
-            obj._buf = buf
-            obj._base_position = base_position
-            obj._max_size = max_size
-            obj._control = None
-            out.append(obj)
-        else:
-            out.append(tuple(row))
-            n_legacy += 1
-    return out, stop, status, n_legacy
+    return _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_size)
