@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Dict
 
 #: Kernel modules every backend must provide, with identical names and signatures.
-MODULES = ("crc", "varint", "scan", "records", "columnar", "index", "protocol")
+MODULES = ("crc", "varint", "scan", "records", "columnar", "index", "protocol", "dumpfmt")
 
 backend: str = ""
 fast_error: "BaseException | None" = None

@@ -17,6 +17,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from kafkawire import _dumpfmt_common as FMT
 from kafkawire.cli import indexdump, jsonout, text
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.progress import Progress
@@ -25,6 +26,11 @@ from kafkawire.errors import CorruptRecordError, KafkaWireError
 INT32_MAX = 2 ** 31 - 1
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+#: output bytes per ``K.dump_batches`` call (one write to stdout each)
+_CHUNK = 1 << 20
+#: render plain batches with the formatter kernels (``K.dump_batches``/``K.dump_records``);
+#: False takes the batch-object path everywhere (the tests compare the two)
+FORMATTER = True
 
 
 @dataclass
@@ -138,6 +144,7 @@ class Dumper:
         self.status = 0
         self._bar: Optional[Progress] = None
         self._advanced = 0
+        self._valid = 0  # bytes of whole batches dumped so far in the current file
 
     # -------------------------------------------------------------- driver
     def run(self) -> int:
@@ -209,7 +216,6 @@ class Dumper:
 
     # ----------------------------------------------------------------- log
     def dump_log(self, path: str) -> None:
-        import kafkawire
         o = self.opts
         name = os.path.basename(path)
         if name.endswith(".checkpoint"):
@@ -225,42 +231,98 @@ class Dumper:
                 self.out.text(f"Snapshot end offset: {int(m.group(1))}, epoch: {int(m.group(2))}")
         elif name[:1].isdigit():
             self.out.text(f"Log starting offset: {indexdump.base_offset_of(path)}")
-        parser = o.parser
         with indexdump.MappedFile(path) as f:
             size = len(f)
             end = min(size, max(o.max_bytes, 0))
-            valid_bytes = 0
-            last_offset = -1
-            it = kafkawire.iter_batches(f.data, end=end,
-                                        max_decompressed_size=o.max_decompressed_size)
+            self._valid = 0
             try:
-                for batch in it:
-                    position = batch.position
-                    try:
-                        batch.validate()
-                        valid = True
-                    except CorruptRecordError:
-                        valid = False
-                    self.out.emit(lambda: text.batch_line(batch, position, valid),
-                                  lambda: jsonout.batch_obj(batch, position, valid))
-                    if o.deep_iteration:
-                        last_offset = self._dump_records(path, batch, parser, last_offset)
-                    valid_bytes += batch.size
-                    if self._bar is not None and valid_bytes - self._advanced >= 1 << 22:
-                        self._bar.advance(valid_bytes - self._advanced)
-                        self._advanced = valid_bytes
+                self._walk_log(path, f.data, end)
             except CorruptRecordError as e:
                 err(f"kafkawire: {path}: {_describe(e)}")
                 self.status = 1
-            trailing = end - valid_bytes
+            trailing = end - self._valid
             if trailing > 0 and o.max_bytes >= INT32_MAX:
                 name = os.path.basename(path)
                 self.out.emit(f"Found {trailing} invalid bytes at the end of {name}",
-                              {"type": "invalidBytes", "file": path, "position": valid_bytes,
+                              {"type": "invalidBytes", "file": path, "position": self._valid,
                                "bytes": trailing})
 
-    def _dump_records(self, path: str, batch: Any, parser: text.Parser, last_offset: int) -> int:
+    def _format_mode(self) -> Optional[int]:
+        """The ``K.dump_batches`` mode when the compiled formatter can render this dump."""
         o = self.opts
+        if not (o.deep_iteration and FORMATTER) or o.skip_record_metadata or o.decoding:
+            return None
+        if self.out.json_mode:
+            return FMT.JSON
+        return FMT.PRINT if o.print_data_log else 0
+
+    def _walk_log(self, path: str, data: Any, end: int) -> None:
+        """Dump the batches of ``data[:end]``, advancing ``self._valid`` past each one.
+
+        Runs of plain v2 batches are rendered by ``K.dump_batches`` (whole batches
+        straight to bytes); every other batch takes the general path, one at a time.
+        """
+        mode = self._format_mode()
+        if mode is None:
+            self._general(path, data, 0, end, -1, None)
+            return
+        from kafkawire import _kernels as K
+        last_offset = -1
+        pos = 0
+        while pos < end:
+            out, stop, last_offset, status, gaps = K.dump_batches(
+                data, pos, end, mode, 0, last_offset, _CHUNK)
+            for a, b in gaps:
+                self.problems._add(self.problems.non_consecutive, path, a, b)
+            self.out.write_bytes(out)
+            self._advance(stop - pos)
+            pos = stop
+            if status != FMT.GENERAL:
+                continue
+            before = self._valid
+            last_offset = self._general(path, data, pos, end, last_offset, mode, one=True)
+            if self._valid == before:
+                return  # a partial tail: nothing more to read
+            pos = self._valid
+
+    def _advance(self, n: int) -> None:
+        self._valid += n
+        if self._bar is not None and self._valid - self._advanced >= 1 << 22:
+            self._bar.advance(self._valid - self._advanced)
+            self._advanced = self._valid
+
+    def _general(self, path: str, data: Any, start: int, end: int, last_offset: int,
+                 mode: Optional[int], one: bool = False) -> int:
+        """The batch-object path: every batch from ``start`` (only the first with ``one``)."""
+        import kafkawire
+        o = self.opts
+        parser = o.parser
+        it = kafkawire.iter_batches(data, start=start, end=_one_batch_end(data, start, end)
+                                    if one else end,
+                                    max_decompressed_size=o.max_decompressed_size)
+        for batch in it:
+            position = batch.position
+            try:
+                batch.validate()
+                valid = True
+            except CorruptRecordError:
+                valid = False
+            self.out.emit(lambda: text.batch_line(batch, position, valid),
+                          lambda: jsonout.batch_obj(batch, position, valid))
+            if o.deep_iteration:
+                last_offset = self._dump_records(path, batch, parser, last_offset,
+                                                 mode if valid else None)
+            self._advance(batch.size)
+        return last_offset
+
+    def _dump_records(self, path: str, batch: Any, parser: text.Parser, last_offset: int,
+                      mode: Optional[int] = None) -> int:
+        o = self.opts
+        if mode is not None and batch.magic >= 2 and not batch.is_control \
+                and batch.compression != "none":
+            done = self._format_decompressed(path, batch, last_offset, mode)
+            if done is not None:
+                return done
         try:
             records = batch.records()
         except KafkaWireError as e:
@@ -293,6 +355,38 @@ class Dumper:
         if lines:
             self.out.write_lines(lines)
         return last_offset
+
+
+    def _format_decompressed(self, path: str, batch: Any, last_offset: int,
+                             mode: int) -> Optional[int]:
+        """A valid compressed v2 batch's record lines by ``K.dump_records`` (None: not done)."""
+        from kafkawire import _kernels as K
+        from kafkawire.compression import decompress
+        try:
+            data = decompress(batch.compression, batch.raw[61:], magic=2,
+                              max_size=self.opts.max_decompressed_size)
+            out, last, gaps = K.dump_records(
+                data, 0, len(data), batch.record_count, batch.base_offset, batch.last_offset,
+                batch.first_timestamp, batch.max_timestamp,
+                1 if batch.timestamp_type == "LogAppendTime" else 0, batch.base_sequence, mode,
+                last_offset)
+        except KafkaWireError:
+            return None
+        if out is None:
+            return None
+        for a, b in gaps:
+            self.problems._add(self.problems.non_consecutive, path, a, b)
+        self.out.write_bytes(out)
+        return last
+
+
+def _one_batch_end(data: Any, pos: int, end: int) -> int:
+    """``end`` narrowed to the batch at ``pos`` (so a scan reads its header only)."""
+    if end - pos >= 12:
+        length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if length >= 14:
+            return min(end, pos + 12 + length)
+    return end
 
 
 def _describe(e: BaseException) -> str:

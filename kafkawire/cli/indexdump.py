@@ -122,7 +122,17 @@ class MappedFile:
 
     def close(self) -> None:
         if self._mm is not None:
-            self._mm.close()
+            try:
+                self._mm.close()
+            except BufferError:
+                # a view still held (e.g. by a decoder error's traceback in a reference cycle):
+                # collect it and retry; failing that, the map closes when its last view goes
+                import gc
+                gc.collect()
+                try:
+                    self._mm.close()
+                except BufferError:
+                    pass
         self._f.close()
 
     def __enter__(self) -> "MappedFile":

@@ -1,7 +1,9 @@
 """Where the CLI writes: text lines like Kafka's tools, or one JSON object per line."""
 from __future__ import annotations
 
+import codecs
 import json
+import os
 import sys
 from typing import Any, Callable, Dict, Optional, TextIO
 
@@ -17,6 +19,7 @@ class Printer:
         self.stream = stream if stream is not None else sys.stdout
         self.json_mode = json_mode
         self.progress = None  # a Progress to erase before writing
+        self._raw: Any = False  # the stream's binary layer when it takes UTF-8 (found on first use)
 
     def _clear(self) -> None:
         if self.progress is not None and self._tty():
@@ -49,6 +52,35 @@ class Printer:
         self._clear()
         self.stream.write("\n".join(lines))
         self.stream.write("\n")
+
+    def write_bytes(self, data: bytes) -> None:
+        """Already formatted UTF-8 lines (each ending in a newline), as one chunk.
+
+        Goes straight to the binary layer of a UTF-8 text stream (``sys.stdout``),
+        flushing the text layer first to keep the order; other streams get the text.
+        """
+        if not data:
+            return
+        self._clear()
+        raw = self._binary()
+        if raw is not None:
+            self.stream.flush()
+            raw.write(data)
+        else:
+            self.stream.write(data.decode("utf-8"))
+
+    def _binary(self) -> "Any":
+        if self._raw is False:
+            self._raw = None
+            buf = getattr(self.stream, "buffer", None)
+            enc = getattr(self.stream, "encoding", None)
+            if buf is not None and enc and os.linesep == "\n":
+                try:
+                    if codecs.lookup(enc).name == "utf-8":
+                        self._raw = buf
+                except LookupError:
+                    pass
+        return self._raw
 
     def text(self, line: str) -> None:
         """A line printed only in text mode (headers like ``Dumping FILE``)."""

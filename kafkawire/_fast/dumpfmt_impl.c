@@ -1,0 +1,495 @@
+/* Dump formatter: renders `kafkawire dump --deep-iteration` text (or --json lines) of v2
+ * batches straight from the segment bytes into a growable byte buffer, with no Python
+ * object per record and without the GIL.  Every read is bounded by the batch and record
+ * lengths; anything this fast path does not render exactly as the Python path would
+ * (compressed, control or legacy batches, a CRC mismatch, malformed records, text needing
+ * Java's UTF-8 replacement, arithmetic past int64) stops it, and the caller takes the
+ * general path for that batch.  The contract is in kafkawire/_pure/dumpfmt.py. */
+#include <stdlib.h>
+#include <string.h>
+#include "dumpfmt_impl.h"
+#include "wire_impl.h"
+#include "crc_impl.h"
+
+#define INT32_MAXV 2147483647LL
+
+/* a + b, or 1 when it does not fit in int64 (Python would print the exact big number) */
+static inline int add_ovf(int64_t a, int64_t b, int64_t *r) {
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return 1;
+    *r = a + b;
+    return 0;
+}
+
+static int out_reserve(kwd_out *o, size_t n) {
+    if (o->cap - o->len >= n) return 0;
+    size_t cap = o->cap ? o->cap : 1 << 16;
+    while (cap - o->len < n) {
+        if (cap > ((size_t)-1) / 2) return -1;
+        cap *= 2;
+    }
+    char *p = (char *)realloc(o->p, cap);
+    if (!p) return -1;
+    o->p = p;
+    o->cap = cap;
+    return 0;
+}
+
+static int gap_add(kwd_gaps *g, int64_t a, int64_t b) {
+    if (g->n + 2 > g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 64;
+        int64_t *p = (int64_t *)realloc(g->p, cap * sizeof(int64_t));
+        if (!p) return -1;
+        g->p = p;
+        g->cap = cap;
+    }
+    g->p[g->n++] = a;
+    g->p[g->n++] = b;
+    return 0;
+}
+
+/* ---- writers (the caller reserved room) ----------------------------------------------- */
+static const char DIGITS2[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline char *put_u64(char *w, uint64_t v) {
+    char tmp[20];
+    char *t = tmp + 20;
+    while (v >= 100) {
+        unsigned i = (unsigned)(v % 100) * 2;
+        v /= 100;
+        t -= 2;
+        t[0] = DIGITS2[i];
+        t[1] = DIGITS2[i + 1];
+    }
+    if (v >= 10) {
+        t -= 2;
+        t[0] = DIGITS2[v * 2];
+        t[1] = DIGITS2[v * 2 + 1];
+    } else {
+        *--t = (char)('0' + v);
+    }
+    size_t n = (size_t)(tmp + 20 - t);
+    memcpy(w, t, n);
+    return w + n;
+}
+
+static inline char *put_i64(char *w, int64_t v) {
+    if (v < 0) {
+        *w++ = '-';
+        return put_u64(w, (uint64_t)0 - (uint64_t)v);
+    }
+    return put_u64(w, (uint64_t)v);
+}
+
+#define PUTS(w, lit) (memcpy((w), (lit), sizeof(lit) - 1), (w) + sizeof(lit) - 1)
+
+static inline char *put_mem(char *w, const void *s, size_t n) {
+    memcpy(w, s, n);
+    return w + n;
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *put_b64(char *w, const unsigned char *s, size_t n) {
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+        w[0] = B64[v >> 18];
+        w[1] = B64[(v >> 12) & 63];
+        w[2] = B64[(v >> 6) & 63];
+        w[3] = B64[v & 63];
+        w += 4;
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        w[0] = B64[v >> 18];
+        w[1] = B64[(v >> 12) & 63];
+        w[2] = '=';
+        w[3] = '=';
+        w += 4;
+    } else if (n - i == 2) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
+        w[0] = B64[v >> 18];
+        w[1] = B64[(v >> 12) & 63];
+        w[2] = B64[(v >> 6) & 63];
+        w[3] = '=';
+        w += 4;
+    }
+    return w;
+}
+
+/* JSON string body of valid UTF-8 as Python's json.dumps(ensure_ascii=False) writes it. */
+static char *put_json_str(char *w, const unsigned char *s, size_t n) {
+    static const char HEX[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *w++ = (char)c;
+            continue;
+        }
+        *w++ = '\\';
+        switch (c) {
+        case '"': *w++ = '"'; break;
+        case '\\': *w++ = '\\'; break;
+        case '\n': *w++ = 'n'; break;
+        case '\r': *w++ = 'r'; break;
+        case '\t': *w++ = 't'; break;
+        case '\b': *w++ = 'b'; break;
+        case '\f': *w++ = 'f'; break;
+        default:
+            *w++ = 'u'; *w++ = '0'; *w++ = '0';
+            *w++ = HEX[c >> 4]; *w++ = HEX[c & 15];
+        }
+    }
+    return w;
+}
+
+/* Strict UTF-8 (what Python's bytes.decode("utf-8") accepts). */
+static int utf8_valid(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t v;
+            memcpy(&v, s + i, 8);
+            if (!(v & 0x8080808080808080ULL)) { i += 8; continue; }
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n) return 0;
+            unsigned char b1 = s[i + 1];
+            if ((b1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+            if ((c == 0xE0 && b1 < 0xA0) || (c == 0xED && b1 >= 0xA0)) return 0;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n) return 0;
+            unsigned char b1 = s[i + 1];
+            if ((b1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            if ((c == 0xF0 && b1 < 0x90) || (c == 0xF4 && b1 >= 0x90)) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- records ------------------------------------------------------------------------- */
+#define FAIL(c, at) do { err->code = (c); err->pos = (int64_t)((at) - buf); goto fail; } while (0)
+#define VARINT32(dst, lim) do { int e_ = 0; const unsigned char *q_ = kw_varint32(p, (lim), &(dst), &e_); \
+        if (!q_) { FAIL(e_ == 1 ? KWE_VARINT_TRUNC : KWE_VARINT_LONG, p); } \
+        p = q_; } while (0)
+#define VARINT64(dst, lim) do { int e_ = 0; const unsigned char *q_ = kw_varint64(p, (lim), &(dst), &e_); \
+        if (!q_) { FAIL(e_ == 1 ? KWE_VARINT_TRUNC : KWE_VARINT_LONG, p); } \
+        p = q_; } while (0)
+
+int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end, int64_t count,
+                int64_t base_offset, int64_t last_offset, int64_t base_ts, int64_t max_ts,
+                int lat, int64_t base_seq, int mode, int64_t *prev, kwd_gaps *gaps, kwd_err *err) {
+    const unsigned char *p = buf + start, *e = buf + end;
+    const int json = mode & KWD_JSON, print = mode & KWD_PRINT;
+    const char *tsname = lat ? "LogAppendTime" : "CreateTime";
+    const size_t tslen = lat ? 13 : 10;
+    int64_t last = *prev;
+    size_t out0 = out->len, gaps0 = gaps->n;
+    err->has_offset = 0;
+    if (count < 0 || (count > 0 && count > (int64_t)((end - start) / 7))) {
+        err->a = count;
+        err->b = (int64_t)(end - start);
+        err->offset = base_offset;
+        err->has_offset = 1;
+        FAIL(KWE_COUNT, p);
+    }
+    for (int64_t i = 0; i < count; i++) {
+        const unsigned char *rec = p;
+        int32_t length, off_delta, klen, vlen, nh;
+        err->has_offset = 0;  /* until this record's offset is known */
+        int64_t ts_delta;
+        VARINT32(length, e);
+        if (length < 6) { err->a = length; FAIL(KWE_REC_LENGTH, rec); }
+        if ((size_t)length > (size_t)(e - p)) { err->a = length; FAIL(KWE_REC_PAST_END, rec); }
+        const unsigned char *re = p + length;
+        p += 1;  /* attributes */
+        VARINT64(ts_delta, re);
+        VARINT32(off_delta, re);
+        int64_t offset;
+        if (off_delta < 0 || add_ovf(base_offset, (int64_t)off_delta, &offset)
+                || offset > last_offset) {
+            err->a = off_delta;
+            FAIL(KWE_RANGE, rec);
+        }
+        err->offset = offset;
+        err->has_offset = 1;
+        VARINT32(klen, re);
+        const unsigned char *key = p;
+        if (klen < -1) { err->a = klen; FAIL(KWE_KEY_LEN, p); }
+        if (klen >= 0) {
+            if ((size_t)klen > (size_t)(re - p)) FAIL(KWE_KEY_PAST, p);
+            p += klen;
+        }
+        VARINT32(vlen, re);
+        const unsigned char *val = p;
+        if (vlen < -1) { err->a = vlen; FAIL(KWE_VALUE_LEN, p); }
+        if (vlen >= 0) {
+            if ((size_t)vlen > (size_t)(re - p)) FAIL(KWE_VALUE_PAST, p);
+            p += vlen;
+        }
+        VARINT32(nh, re);
+        const unsigned char *hdrs = p;
+        if (nh) {
+            if (nh < 0 || (size_t)nh > (size_t)(re - p)) { err->a = nh; FAIL(KWE_HEADER_COUNT, p); }
+            for (int32_t h = 0; h < nh; h++) {
+                int32_t hkl, hvl;
+                VARINT32(hkl, re);
+                if (hkl < 0 || (size_t)hkl > (size_t)(re - p)) { err->a = hkl; FAIL(KWE_HKEY_LEN, p); }
+                if (!utf8_valid(p, (size_t)hkl)) FAIL(KWE_HKEY_UTF8, p);
+                p += hkl;
+                VARINT32(hvl, re);
+                if (hvl < -1) { err->a = hvl; FAIL(KWE_HVALUE_LEN, p); }
+                if (hvl >= 0) {
+                    if ((size_t)hvl > (size_t)(re - p)) FAIL(KWE_HVALUE_PAST, p);
+                    p += hvl;
+                }
+            }
+        }
+        if (p != re) { err->a = length; err->b = length - (int64_t)(re - p); FAIL(KWE_FIELDS, rec); }
+        int64_t ts;
+        if (lat) {
+            ts = max_ts;
+        } else if (add_ovf(base_ts, ts_delta, &ts)) {
+            FAIL(KWE_TS_OVERFLOW, rec);
+        }
+        if (print && !json) {
+            if ((klen > 0 && !utf8_valid(key, (size_t)klen)) || (vlen > 0 && !utf8_valid(val, (size_t)vlen))) {
+                out->len = out0;
+                gaps->n = gaps0;
+                return KWD_GENERAL;
+            }
+        }
+        if (last != -1 && offset != last + 1) {
+            if (gap_add(gaps, last, offset)) goto nomem;
+        }
+        last = offset;
+
+        /* ---- render (room: fixed part + every byte of the record, grown for JSON/base64) */
+        size_t need = 320 + (size_t)length * (json ? 8 : 2) + (size_t)nh * 32;
+        if (out_reserve(out, need)) goto nomem;
+        char *w = out->p + out->len;
+        const unsigned char *hp = hdrs;
+        if (json) {
+            w = PUTS(w, "{\"type\":\"record\",\"offset\":");
+            w = put_i64(w, offset);
+            w = PUTS(w, ",\"timestamp\":");
+            w = put_i64(w, ts);
+            w = PUTS(w, ",\"timestampType\":\"");
+            w = put_mem(w, tsname, tslen);
+            w = PUTS(w, "\",\"key\":");
+            if (klen < 0) { w = PUTS(w, "null"); }
+            else { *w++ = '"'; w = put_b64(w, key, (size_t)klen); *w++ = '"'; }
+            w = PUTS(w, ",\"value\":");
+            if (vlen < 0) { w = PUTS(w, "null"); }
+            else { *w++ = '"'; w = put_b64(w, val, (size_t)vlen); *w++ = '"'; }
+            w = PUTS(w, ",\"headers\":[");
+            for (int32_t h = 0; h < nh; h++) {
+                int32_t hkl = 0, hvl = -1;
+                int e_ = 0;
+                hp = kw_varint32(hp, re, &hkl, &e_);
+                if (h) *w++ = ',';
+                w = PUTS(w, "[\"");
+                w = put_json_str(w, hp, (size_t)hkl);
+                w = PUTS(w, "\",");
+                hp += hkl;
+                hp = kw_varint32(hp, re, &hvl, &e_);
+                if (hvl < 0) { w = PUTS(w, "null"); }
+                else { *w++ = '"'; w = put_b64(w, hp, (size_t)hvl); *w++ = '"'; hp += hvl; }
+                *w++ = ']';
+            }
+            w = PUTS(w, "]}\n");
+        } else {
+            int64_t seq = -1;
+            if (base_seq >= 0) {
+                int64_t d = off_delta;
+                seq = base_seq > INT32_MAXV - d ? d - (INT32_MAXV - base_seq) - 1 : base_seq + d;
+            }
+            w = PUTS(w, "| offset: ");
+            w = put_i64(w, offset);
+            *w++ = ' ';
+            w = put_mem(w, tsname, tslen);
+            w = PUTS(w, ": ");
+            w = put_i64(w, ts);
+            w = PUTS(w, " keySize: ");
+            w = put_i64(w, klen);
+            w = PUTS(w, " valueSize: ");
+            w = put_i64(w, vlen);
+            w = PUTS(w, " sequence: ");
+            w = put_i64(w, seq);
+            w = PUTS(w, " headerKeys: [");
+            for (int32_t h = 0; h < nh; h++) {
+                int32_t hkl = 0, hvl = -1;
+                int e_ = 0;
+                hp = kw_varint32(hp, re, &hkl, &e_);
+                if (h) *w++ = ',';
+                w = put_mem(w, hp, (size_t)hkl);
+                hp += hkl;
+                hp = kw_varint32(hp, re, &hvl, &e_);
+                if (hvl > 0) hp += hvl;
+            }
+            *w++ = ']';
+            if (print) {
+                if (klen >= 0) { w = PUTS(w, " key: "); w = put_mem(w, key, (size_t)klen); }
+                if (vlen >= 0) { w = PUTS(w, " payload: "); w = put_mem(w, val, (size_t)vlen); }
+            }
+            *w++ = '\n';
+        }
+        out->len = (size_t)(w - out->p);
+    }
+    if (p != e) {
+        err->a = (int64_t)(e - p);
+        err->b = count;
+        err->has_offset = 0;
+        FAIL(KWE_LEFTOVER, p);
+    }
+    *prev = last;
+    return KWD_OK;
+nomem:
+    out->len = out0;
+    gaps->n = gaps0;
+    return KWD_NOMEM;
+fail:
+    out->len = out0;
+    gaps->n = gaps0;
+    return KWD_CORRUPT;
+}
+
+/* ---- batches ------------------------------------------------------------------------- */
+static char *put_batch_line(char *w, const unsigned char *b, int64_t position, int64_t size,
+                            int json) {
+    int64_t base_offset = kw_be_i64(b);
+    int32_t ple = kw_be_i32(b + 12);
+    uint32_t crc = kw_be_u32(b + 17);
+    unsigned attrs = (unsigned)(uint16_t)kw_be_i16(b + 21);
+    int32_t last_delta = kw_be_i32(b + 23);
+    int64_t first_ts = kw_be_i64(b + 27);
+    int64_t max_ts = kw_be_i64(b + 35);
+    int64_t pid = kw_be_i64(b + 43);
+    int16_t pepoch = kw_be_i16(b + 51);
+    int32_t base_seq = kw_be_i32(b + 53);
+    int32_t count = kw_be_i32(b + 57);
+    int64_t last_offset = base_offset + last_delta;
+    int txn = (attrs & 0x10) != 0;
+    if (json) {
+        w = PUTS(w, "{\"type\":\"batch\",\"baseOffset\":");
+        w = put_i64(w, base_offset);
+        w = PUTS(w, ",\"lastOffset\":");
+        w = put_i64(w, last_offset);
+        w = PUTS(w, ",\"magic\":2,\"compresscodec\":\"none\",\"isTransactional\":");
+        w = txn ? PUTS(w, "true") : PUTS(w, "false");
+        w = PUTS(w, ",\"isControl\":false,\"producerId\":");
+        w = put_i64(w, pid);
+        w = PUTS(w, ",\"producerEpoch\":");
+        w = put_i64(w, pepoch);
+        w = PUTS(w, ",\"baseSequence\":");
+        w = put_i64(w, base_seq);
+        w = PUTS(w, ",\"partitionLeaderEpoch\":");
+        w = put_i64(w, ple);
+        w = PUTS(w, ",\"position\":");
+        w = put_i64(w, position);
+        w = PUTS(w, ",\"size\":");
+        w = put_i64(w, size);
+        w = PUTS(w, ",\"crc\":");
+        w = put_u64(w, crc);
+        w = PUTS(w, ",\"isvalid\":true}\n");
+        return w;
+    }
+    int64_t last_seq = -1;
+    if (base_seq >= 0) {
+        int64_t d = last_delta;
+        last_seq = base_seq > INT32_MAXV - d ? d - (INT32_MAXV - base_seq) - 1 : base_seq + d;
+    }
+    w = PUTS(w, "baseOffset: ");
+    w = put_i64(w, base_offset);
+    w = PUTS(w, " lastOffset: ");
+    w = put_i64(w, last_offset);
+    w = PUTS(w, " count: ");
+    w = put_i64(w, count);
+    w = PUTS(w, " baseSequence: ");
+    w = put_i64(w, base_seq);
+    w = PUTS(w, " lastSequence: ");
+    w = put_i64(w, last_seq);
+    w = PUTS(w, " producerId: ");
+    w = put_i64(w, pid);
+    w = PUTS(w, " producerEpoch: ");
+    w = put_i64(w, pepoch);
+    w = PUTS(w, " partitionLeaderEpoch: ");
+    w = put_i64(w, ple);
+    w = PUTS(w, " isTransactional: ");
+    w = txn ? PUTS(w, "true") : PUTS(w, "false");
+    w = PUTS(w, " isControl: false deleteHorizonMs: ");
+    if (attrs & 0x40) {
+        w = PUTS(w, "OptionalLong[");
+        w = put_i64(w, first_ts);
+        *w++ = ']';
+    } else {
+        w = PUTS(w, "OptionalLong.empty");
+    }
+    w = PUTS(w, " position: ");
+    w = put_i64(w, position);
+    w = (attrs & 0x08) ? PUTS(w, " LogAppendTime: ") : PUTS(w, " CreateTime: ");
+    w = put_i64(w, max_ts);
+    w = PUTS(w, " size: ");
+    w = put_i64(w, size);
+    w = PUTS(w, " magic: 2 compresscodec: none crc: ");
+    w = put_u64(w, crc);
+    w = PUTS(w, " isvalid: true\n");
+    return w;
+}
+
+int kwd_batches(kwd_out *out, const unsigned char *buf, size_t start, size_t end, int mode,
+                int64_t base_position, size_t max_output, int64_t *prev, kwd_gaps *gaps,
+                size_t *stop) {
+    size_t pos = start;
+    kwd_err err;
+    while (pos < end) {
+        if (pos > start && out->len >= max_output) { *stop = pos; return KWD_FULL; }
+        const unsigned char *b = buf + pos;
+        if (end - pos < 61) break;
+        int32_t length = kw_be_i32(b + 8);
+        if (length < 49 || (size_t)length > end - pos - 12) break;
+        size_t size = (size_t)length + 12;
+        if (b[16] != 2) break;
+        unsigned attrs = (unsigned)(uint16_t)kw_be_i16(b + 21);
+        if (attrs & 0x27) break;                      /* compressed or control */
+        int64_t base_offset = kw_be_i64(b);
+        int32_t last_delta = kw_be_i32(b + 23);
+        int32_t count = kw_be_i32(b + 57);
+        int64_t last_offset, position;
+        if (last_delta < 0 || count < 0) break;
+        if (add_ovf(base_offset, (int64_t)last_delta, &last_offset)) break;
+        if (add_ovf(base_position, (int64_t)pos, &position)) break;
+        if (kw_crc32c(0, b + 21, size - 21) != kw_be_u32(b + 17)) break;
+        size_t out0 = out->len, gaps0 = gaps->n;
+        int64_t last = *prev;
+        if (out_reserve(out, 512)) return KWD_NOMEM;
+        char *w = put_batch_line(out->p + out->len, b, position, (int64_t)size, mode & KWD_JSON);
+        out->len = (size_t)(w - out->p);
+        int r = kwd_records(out, buf, pos + 61, pos + size, count, base_offset, last_offset,
+                            kw_be_i64(b + 27), kw_be_i64(b + 35), (attrs & 0x08) != 0,
+                            kw_be_i32(b + 53), mode, &last, gaps, &err);
+        if (r != KWD_OK) {
+            out->len = out0;
+            gaps->n = gaps0;
+            if (r == KWD_NOMEM) return KWD_NOMEM;
+            break;
+        }
+        *prev = last;
+        pos += size;
+    }
+    *stop = pos;
+    return pos < end ? KWD_GENERAL : KWD_OK;
+}
