@@ -213,8 +213,12 @@ def _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestam
     of its record, an error) sends that record through ``_checked_record``,
     which either decodes it or raises the precise error.
     """
-    view = _view(buf)
-    start, end = _bounds(view, start, end)
+    view = buf if type(buf) is bytes else _view(buf)
+    n = len(view)
+    if end < 0 or end > n:
+        end = n
+    if start < 0:
+        start = 0
     out = []
     if count < 0 or (count > 0 and count > (end - start) // 7):
         return out, _corrupt(f"record count {count} impossible for {end - start} bytes of "
@@ -248,6 +252,10 @@ def _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestam
                     if c < 128:
                         length = T[b + (c << 7)]
                         pos += 2
+                    elif data[pos + 2] < 128:  # big records (> 8 KiB)
+                        length = (b - 128) | ((c - 128) << 7) | (data[pos + 2] << 14)
+                        length = (length >> 1) ^ -(length & 1)
+                        pos += 3
                     else:
                         length, pos = varint(data, pos, lend)
                 rend = pos + length
@@ -305,6 +313,10 @@ def _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestam
                     if c < 128:
                         n = T[b + (c << 7)]
                         pos += 2
+                    elif data[pos + 2] < 128:  # big values (> 8 KiB)
+                        n = (b - 128) | ((c - 128) << 7) | (data[pos + 2] << 14)
+                        n = (n >> 1) ^ -(n & 1)
+                        pos += 3
                     else:
                         n, pos = varint(data, pos, rend)
                 if n >= 0:
