@@ -29,6 +29,54 @@ cdef extern from "Python.h":
     void *PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
 
+cdef extern from *:
+    """
+    typedef struct {
+        const unsigned char *key, *value, *end;
+        int32_t klen, vlen, off_delta;
+        int64_t ts_delta;
+    } kw_rec_t;
+
+    /* Parse the v2 record at p (the records region ends at pend) when it has no
+       headers: 1 on success, 0 for anything else (headers, or damage), which the
+       caller hands to the checked decoder for the exact error. */
+    static inline int kw_rec_plain(const unsigned char *p, const unsigned char *pend,
+                                   kw_rec_t *r) {
+        int32_t length, nh;
+        int err = 0;
+        const unsigned char *rend;
+        p = kw_varint32(p, pend, &length, &err);
+        if (!p || length < 6 || length > pend - p) return 0;
+        rend = p + length;
+        p += 1;  /* attributes: unused */
+        if (!(p = kw_varint64(p, rend, &r->ts_delta, &err))) return 0;
+        if (!(p = kw_varint32(p, rend, &r->off_delta, &err))) return 0;
+        if (!(p = kw_varint32(p, rend, &r->klen, &err))) return 0;
+        if (r->klen >= 0) {
+            if (r->klen > rend - p) return 0;
+            r->key = p;
+            p += r->klen;
+        } else if (r->klen != -1) return 0;
+        if (!(p = kw_varint32(p, rend, &r->vlen, &err))) return 0;
+        if (r->vlen >= 0) {
+            if (r->vlen > rend - p) return 0;
+            r->value = p;
+            p += r->vlen;
+        } else if (r->vlen != -1) return 0;
+        if (p >= rend || *p != 0 || p + 1 != rend) return 0;  /* header count 0, then the end */
+        r->end = rend;
+        return 1;
+    }
+    """
+    ctypedef struct kw_rec_t:
+        const unsigned char *key
+        const unsigned char *value
+        const unsigned char *end
+        int32_t klen, vlen, off_delta
+        int64_t ts_delta
+    int kw_rec_plain(const unsigned char *p, const unsigned char *pend, kw_rec_t *r) nogil
+
+
 cdef str CREATE_TIME = "CreateTime"
 cdef str LOG_APPEND_TIME = "LogAppendTime"
 cdef str NO_TIMESTAMP_TYPE = "NoTimestampType"
@@ -209,8 +257,6 @@ cdef class RecordIterator:
         self.lat = timestamp_type == 1
         self.ts_name = LOG_APPEND_TIME if self.lat else CREATE_TIME
         self.last_ts = max_timestamp if self.lat else None
-        self.hcache = [None] * HCACHE
-        self.hvcache = [None] * HCACHE
         if count < 0 or (count > 0 and count > (end - start) // 7):
             self._fail(_corrupt(f"record count {count} impossible for {end - start} bytes "
                                 f"of records", start, base_offset, "count"))
@@ -235,8 +281,30 @@ cdef class RecordIterator:
             self.held = False
         return 0
 
-    cdef Record _next(self):
+    cdef inline Record _next(self):
         """Decode the record at self.p (the caller checked remaining > 0)."""
+        cdef kw_rec_t rec
+        cdef Record r
+        cdef int64_t ts
+        if not kw_rec_plain(self.p, self.pend, &rec):
+            return self._next_checked()
+        r = Record.__new__(Record)
+        r.key = _mk_bytes(rec.key, rec.klen) if rec.klen >= 0 else None
+        r.value = _mk_bytes(rec.value, rec.vlen) if rec.vlen >= 0 else None
+        r.headers = PyList_New(0)
+        r.offset = self.base_offset + rec.off_delta
+        if not self.lat:
+            ts = self.base_timestamp + rec.ts_delta
+            if self.last_ts is None or ts != self.last_ts_value:
+                self.last_ts = ts
+                self.last_ts_value = ts
+        r.timestamp = self.last_ts
+        r.timestamp_type = self.ts_name
+        self.p = rec.end
+        return r
+
+    cdef Record _next_checked(self):
+        """Decode the record at self.p with every check, raising the exact error."""
         cdef const unsigned char *base = self.base
         cdef const unsigned char *p = self.p
         cdef const unsigned char *pend = self.pend
@@ -310,6 +378,9 @@ cdef class RecordIterator:
                 self._fail(_corrupt(f"invalid header count {nh}", p - base,
                                     self.base_offset + off_delta, "length"))
             headers = PyList_New(nh)
+            if self.hcache is None:
+                self.hcache = [None] * HCACHE
+                self.hvcache = [None] * HCACHE
             for h in range(nh):
                 q = kw_varint32(p, rend, &hklen, &err)
                 if q == NULL:
