@@ -19,6 +19,7 @@ cdef extern from "dumpfmt_impl.h" nogil:
         char *p
         size_t len
         size_t cap
+        int fixed
     ctypedef struct kwd_gaps:
         int64_t *p
         size_t n
@@ -52,9 +53,16 @@ cdef int _check_mode(int mode) except -1:
     return 0
 
 
+# A scratch output buffer kept between calls (fresh memory would cost page faults on every
+# call); taken and given back with the GIL held, so concurrent callers each get their own.
+cdef char *_scratch = NULL
+cdef size_t _scratch_cap = 0
+
+
 def dump_batches(buf, Py_ssize_t start, Py_ssize_t end, int mode, int64_t base_position,
                  int64_t prev_offset, Py_ssize_t max_output):
     """Render the v2 batches of ``buf[start:end]``; see ``kafkawire._pure.dumpfmt``."""
+    global _scratch, _scratch_cap
     cdef Py_buffer view
     cdef kwd_out out
     cdef kwd_gaps gaps
@@ -62,8 +70,12 @@ def dump_batches(buf, Py_ssize_t start, Py_ssize_t end, int mode, int64_t base_p
     cdef int status
     cdef int64_t prev = prev_offset
     _check_mode(mode)
-    out.p = NULL
-    out.len = out.cap = 0
+    out.p = _scratch
+    out.cap = _scratch_cap
+    out.len = 0
+    out.fixed = 0
+    _scratch = NULL
+    _scratch_cap = 0
     gaps.p = NULL
     gaps.n = gaps.cap = 0
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
@@ -86,8 +98,12 @@ def dump_batches(buf, Py_ssize_t start, Py_ssize_t end, int mode, int64_t base_p
         return data, <Py_ssize_t>stop, prev, status, _gap_list(&gaps)
     finally:
         PyBuffer_Release(&view)
-        free(out.p)
         free(gaps.p)
+        if _scratch == NULL and out.cap <= (64 << 20):
+            _scratch = out.p
+            _scratch_cap = out.cap
+        else:
+            free(out.p)
 
 
 def dump_records(buf, Py_ssize_t start, Py_ssize_t end, int64_t count, int64_t base_offset,
@@ -103,6 +119,7 @@ def dump_records(buf, Py_ssize_t start, Py_ssize_t end, int64_t count, int64_t b
     _check_mode(mode)
     out.p = NULL
     out.len = out.cap = 0
+    out.fixed = 0
     gaps.p = NULL
     gaps.n = gaps.cap = 0
     err.has_offset = 0

@@ -22,6 +22,7 @@ static inline int add_ovf(int64_t a, int64_t b, int64_t *r) {
 
 static int out_reserve(kwd_out *o, size_t n) {
     if (o->cap - o->len >= n) return 0;
+    if (o->fixed) return -2;
     size_t cap = o->cap ? o->cap : 1 << 16;
     while (cap - o->len < n) {
         if (cap > ((size_t)-1) / 2) return -1;
@@ -53,9 +54,22 @@ static const char DIGITS2[] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
+static inline int ndigits(uint64_t v) {
+    int n = 1;
+    for (;;) {
+        if (v < 10) return n;
+        if (v < 100) return n + 1;
+        if (v < 1000) return n + 2;
+        if (v < 10000) return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
+/* decimal digits of v, written in place (no temporary, no library call) */
 static inline char *put_u64(char *w, uint64_t v) {
-    char tmp[20];
-    char *t = tmp + 20;
+    int n = ndigits(v);
+    char *t = w + n;
     while (v >= 100) {
         unsigned i = (unsigned)(v % 100) * 2;
         v /= 100;
@@ -64,15 +78,39 @@ static inline char *put_u64(char *w, uint64_t v) {
         t[1] = DIGITS2[i + 1];
     }
     if (v >= 10) {
-        t -= 2;
-        t[0] = DIGITS2[v * 2];
-        t[1] = DIGITS2[v * 2 + 1];
+        t[-2] = DIGITS2[v * 2];
+        t[-1] = DIGITS2[v * 2 + 1];
     } else {
-        *--t = (char)('0' + v);
+        t[-1] = (char)('0' + v);
     }
-    size_t n = (size_t)(tmp + 20 - t);
-    memcpy(w, t, n);
     return w + n;
+}
+
+/* Consecutive records' offsets and timestamps share their leading digits: those of
+ * v / 10000 are kept and reused while they do not change (needs 24 bytes of room at w). */
+typedef struct { uint64_t hi; size_t n; char d[24]; } numcache;
+
+static inline char *put_u64_c(char *w, uint64_t v, numcache *c) {
+    uint64_t hi = v / 10000;
+    unsigned lo = (unsigned)(v - hi * 10000);
+    if (hi == 0) return put_u64(w, v);
+    if (hi != c->hi) {
+        c->hi = hi;
+        c->n = (size_t)(put_u64(c->d, hi) - c->d);
+    }
+    memcpy(w, c->d, sizeof c->d);
+    w += c->n;
+    memcpy(w, DIGITS2 + (lo / 100) * 2, 2);
+    memcpy(w + 2, DIGITS2 + (lo % 100) * 2, 2);
+    return w + 4;
+}
+
+static inline char *put_i64_c(char *w, int64_t v, numcache *c) {
+    if (v < 0) {
+        *w++ = '-';
+        return put_u64(w, (uint64_t)0 - (uint64_t)v);
+    }
+    return put_u64_c(w, (uint64_t)v, c);
 }
 
 static inline char *put_i64(char *w, int64_t v) {
@@ -92,14 +130,35 @@ static inline char *put_mem(char *w, const void *s, size_t n) {
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/* two base64 characters per 12 bits, built on first use (idempotent, so races are harmless) */
+static uint16_t B64PAIRS[4096];
+static int b64_ready = 0;
+
+static void b64_init(void) {
+    for (int i = 0; i < 4096; i++) {
+        char pair[2] = {B64[i >> 6], B64[i & 63]};
+        memcpy(&B64PAIRS[i], pair, 2);
+    }
+    b64_ready = 1;
+}
+
 static char *put_b64(char *w, const unsigned char *s, size_t n) {
     size_t i = 0;
+    if (!b64_ready) b64_init();
+    for (; i + 8 <= n; i += 6) {   /* six bytes per step from one 8-byte load */
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        v = KW_BE64(v);
+        memcpy(w, &B64PAIRS[(v >> 52) & 4095], 2);
+        memcpy(w + 2, &B64PAIRS[(v >> 40) & 4095], 2);
+        memcpy(w + 4, &B64PAIRS[(v >> 28) & 4095], 2);
+        memcpy(w + 6, &B64PAIRS[(v >> 16) & 4095], 2);
+        w += 8;
+    }
     for (; i + 3 <= n; i += 3) {
         uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
-        w[0] = B64[v >> 18];
-        w[1] = B64[(v >> 12) & 63];
-        w[2] = B64[(v >> 6) & 63];
-        w[3] = B64[v & 63];
+        memcpy(w, &B64PAIRS[v >> 12], 2);
+        memcpy(w + 2, &B64PAIRS[v & 4095], 2);
         w += 4;
     }
     if (n - i == 1) {
@@ -194,10 +253,9 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
                 int lat, int64_t base_seq, int mode, int64_t *prev, kwd_gaps *gaps, kwd_err *err) {
     const unsigned char *p = buf + start, *e = buf + end;
     const int json = mode & KWD_JSON, print = mode & KWD_PRINT;
-    const char *tsname = lat ? "LogAppendTime" : "CreateTime";
-    const size_t tslen = lat ? 13 : 10;
     int64_t last = *prev;
     size_t out0 = out->len, gaps0 = gaps->n;
+    numcache c_off = {0, 0, {0}}, c_ts = {0, 0, {0}}, c_seq = {0, 0, {0}};
     err->has_offset = 0;
     if (count < 0 || (count > 0 && count > (int64_t)((end - start) / 7))) {
         err->a = count;
@@ -279,17 +337,21 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
 
         /* ---- render (room: fixed part + every byte of the record, grown for JSON/base64) */
         size_t need = 320 + (size_t)length * (json ? 8 : 2) + (size_t)nh * 32;
-        if (out_reserve(out, need)) goto nomem;
+        int room = out_reserve(out, need);
+        if (room) {
+            out->len = out0;
+            gaps->n = gaps0;
+            return room == -2 ? KWD_ROOM : KWD_NOMEM;
+        }
         char *w = out->p + out->len;
         const unsigned char *hp = hdrs;
         if (json) {
             w = PUTS(w, "{\"type\":\"record\",\"offset\":");
-            w = put_i64(w, offset);
+            w = put_i64_c(w, offset, &c_off);
             w = PUTS(w, ",\"timestamp\":");
-            w = put_i64(w, ts);
-            w = PUTS(w, ",\"timestampType\":\"");
-            w = put_mem(w, tsname, tslen);
-            w = PUTS(w, "\",\"key\":");
+            w = put_i64_c(w, ts, &c_ts);
+            w = lat ? PUTS(w, ",\"timestampType\":\"LogAppendTime\",\"key\":")
+                    : PUTS(w, ",\"timestampType\":\"CreateTime\",\"key\":");
             if (klen < 0) { w = PUTS(w, "null"); }
             else { *w++ = '"'; w = put_b64(w, key, (size_t)klen); *w++ = '"'; }
             w = PUTS(w, ",\"value\":");
@@ -318,17 +380,15 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
                 seq = base_seq > INT32_MAXV - d ? d - (INT32_MAXV - base_seq) - 1 : base_seq + d;
             }
             w = PUTS(w, "| offset: ");
-            w = put_i64(w, offset);
-            *w++ = ' ';
-            w = put_mem(w, tsname, tslen);
-            w = PUTS(w, ": ");
-            w = put_i64(w, ts);
+            w = put_i64_c(w, offset, &c_off);
+            w = lat ? PUTS(w, " LogAppendTime: ") : PUTS(w, " CreateTime: ");
+            w = put_i64_c(w, ts, &c_ts);
             w = PUTS(w, " keySize: ");
             w = put_i64(w, klen);
             w = PUTS(w, " valueSize: ");
             w = put_i64(w, vlen);
             w = PUTS(w, " sequence: ");
-            w = put_i64(w, seq);
+            w = put_i64_c(w, seq, &c_seq);
             w = PUTS(w, " headerKeys: [");
             for (int32_t h = 0; h < nh; h++) {
                 int32_t hkl = 0, hvl = -1;
@@ -475,7 +535,8 @@ int kwd_batches(kwd_out *out, const unsigned char *buf, size_t start, size_t end
         if (kw_crc32c(0, b + 21, size - 21) != kw_be_u32(b + 17)) break;
         size_t out0 = out->len, gaps0 = gaps->n;
         int64_t last = *prev;
-        if (out_reserve(out, 512)) return KWD_NOMEM;
+        int room = out_reserve(out, 1024);
+        if (room) { *stop = pos; return room == -2 ? KWD_ROOM : KWD_NOMEM; }
         char *w = put_batch_line(out->p + out->len, b, position, (int64_t)size, mode & KWD_JSON);
         out->len = (size_t)(w - out->p);
         int r = kwd_records(out, buf, pos + 61, pos + size, count, base_offset, last_offset,
@@ -484,7 +545,7 @@ int kwd_batches(kwd_out *out, const unsigned char *buf, size_t start, size_t end
         if (r != KWD_OK) {
             out->len = out0;
             gaps->n = gaps0;
-            if (r == KWD_NOMEM) return KWD_NOMEM;
+            if (r == KWD_NOMEM || r == KWD_ROOM) { *stop = pos; return r; }
             break;
         }
         *prev = last;

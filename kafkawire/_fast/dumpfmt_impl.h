@@ -13,8 +13,10 @@
 #define KWD_GENERAL 2     /* needs the general (Python) path: e.g. Java's UTF-8 replacement */
 #define KWD_CORRUPT 3     /* malformed records (err filled) */
 #define KWD_NOMEM 4
+#define KWD_ROOM 5        /* a fixed-capacity output is full before the batch at *stop */
 
-typedef struct { char *p; size_t len, cap; } kwd_out;
+/* output: malloc'ed and grown (fixed == 0), or caller-owned with a fixed capacity */
+typedef struct { char *p; size_t len, cap; int fixed; } kwd_out;
 typedef struct { int64_t *p; size_t n, cap; } kwd_gaps;   /* pairs (previous, current) */
 typedef struct { int64_t pos; int64_t offset; int has_offset; int code; int64_t a, b; } kwd_err;
 
