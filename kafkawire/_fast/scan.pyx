@@ -182,6 +182,7 @@ def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_coun
 
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.pycapsule cimport PyCapsule_GetPointer
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
@@ -194,6 +195,20 @@ cdef tuple _NO_ARGS = ()
 
 _ACYCLIC = {bytes, int, type(None), str, float, bool}
 _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+ctypedef object (*iter_v2_fn)(object, Py_ssize_t, Py_ssize_t, Py_ssize_t, int64_t, int64_t,
+                              int64_t, int, object, bint)
+cdef iter_v2_fn _iter_v2 = NULL
+
+
+cdef int _load_iter_v2() except -1:
+    """Fetch the records kernel's C iterator constructor (a capsule; no .pxd between modules)."""
+    global _iter_v2
+    from kafkawire._fast import records
+    _iter_v2 = <iter_v2_fn>PyCapsule_GetPointer(records._ITER_V2_CAPSULE,
+                                                b"kafkawire._fast.records.iter_v2")
+    return 0
 
 
 cdef class BatchHeader:
@@ -219,6 +234,27 @@ cdef class BatchHeader:
     cdef public int producer_epoch
     cdef public int32_t base_sequence
     cdef public int32_t record_count
+
+    def __iter__(self):
+        """The batch's records, one ``Record`` per step (decompressed first if needed).
+
+        Uncompressed batches go straight from these C fields to the records
+        kernel's iterator; compressed ones through the front end's ``_payload``.
+        """
+        cdef object buf
+        cdef Py_ssize_t start, end
+        cdef bint compressed = False
+        if _iter_v2 == NULL:
+            _load_iter_v2()
+        if self.attributes & 7 == 0:
+            buf = self._buf
+            start = self._pos + 61
+            end = self._pos + self.size
+        else:
+            buf, start, end, compressed = self._payload()
+        return _iter_v2(buf, start, end, self.record_count, self.base_offset,
+                        self.first_timestamp, self.max_timestamp, (self.attributes >> 3) & 1,
+                        self, compressed)
 
     @property
     def compression(self):

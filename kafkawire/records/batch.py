@@ -195,6 +195,10 @@ class RecordBatch:
         return (buf, start, end, self.record_count, self.base_offset, self.first_timestamp,
                 self.max_timestamp, 1 if self.attributes & C.TIMESTAMP_TYPE_MASK else 0, on_error)
 
+    def _on_kernel_error(self, exc: CorruptRecordError, compressed: bool) -> CorruptRecordError:
+        """Relocate a records-kernel error to this batch (called by the compiled iterator)."""
+        return _relocate(exc, self, compressed)
+
     def records(self) -> List:
         """Decode every record (decompressing first if needed) into a new list."""
         return K.decode_records_v2(*self._args())
