@@ -22,10 +22,7 @@ pytestmark = pytest.mark.one_backend
 
 def reference(buf, start, end, count, base_offset, base_ts, max_ts, ts_type):
     """Decode with the checked per-record decoder only -> (records, error)."""
-    view = PR._view(buf)
-    n = len(view)
-    end = n if end < 0 or end > n else end
-    start = max(start, 0)
+    view, start, end = PR._region(buf, start, end)
     out = []
     if count < 0 or (count > 0 and count > (end - start) // 7):
         return out, ("count", start)
@@ -48,9 +45,13 @@ def outcome(records, err):
     return rows, err
 
 
+def decode(buf, start, end, *args):
+    return PR._decode_v2(*PR._region(buf, start, end), *args)
+
+
 def check(buf, start, end, count, ts_type=0):
     args = (start, end, count, 7, 1_000, 2_000, ts_type)
-    got, err = PR._decode_v2(buf, *args)
+    got, err = decode(buf, *args)
     if err is not None:
         assert isinstance(err, CorruptRecordError)
         err = ((err.reason, err.position) if err.reason == "count" else
@@ -58,7 +59,7 @@ def check(buf, start, end, count, ts_type=0):
     want = outcome(*reference(buf, *args))
     assert outcome(got, err) == want, (bytes(buf).hex(), start, end, count)
     for kind in (bytearray, memoryview):
-        other, err2 = PR._decode_v2(kind(buf), *args)
+        other, err2 = decode(kind(buf), *args)
         assert outcome(other, None)[0] == want[0]
         assert (err2 is None) == (want[1] is None)
     return want
@@ -125,3 +126,25 @@ def test_unusual_records_agree(body):
     rec = S.varint(len(body)) + body
     check(rec + rec, 0, -1, 2)
     check(rec, 0, -1, 1)
+
+
+def test_big_regions_decode_lazily(monkeypatch):
+    recs = [(i, i * 3, b"k%d" % i, b"v" * i, [("h", b"x")] if i % 2 else []) for i in range(20)]
+    buf = b"zz" + encode(recs)
+    args = (2, -1, len(recs), 7, 1_000, 2_000, 0)
+    want = outcome(*decode(buf, *args))
+    monkeypatch.setattr(PR, "_EAGER_MAX", 16)
+    for kind in (bytes, memoryview):
+        it = PR.iter_records_v2(kind(buf), *args)
+        assert type(it).__name__ == "generator"
+        assert outcome(list(it), None) == want
+        assert outcome(PR.decode_records_v2(kind(buf), *args), None) == want
+    bad = buf[:-1]  # the last record is cut short
+    got = []
+    with pytest.raises(CorruptRecordError) as e:
+        for r in PR.iter_records_v2(memoryview(bad), *args, on_error=lambda exc: exc.at(position_delta=100)):
+            got.append(r)
+    assert len(got) == len(recs) - 1 and e.value.reason == "truncated"
+    assert e.value.position == 100 + sum(len(S.v2_record(*r)) for r in recs[:-1]) + 2
+    with pytest.raises(CorruptRecordError):
+        PR.decode_records_v2(memoryview(bad), *args)

@@ -156,11 +156,26 @@ def _bounds(buf, start, end):
     return start, end
 
 
+#: Regions larger than this are decoded lazily, record by record, by the checked
+#: decoder (no copy of the region, no list of every record held at once).
+_EAGER_MAX = 16 << 20
+
+
 def decode_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
                       timestamp_type, on_error=None):
     """Decode ``count`` v2 records from ``buf[start:end]``; see the module docstring."""
-    out, err = _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
-                          timestamp_type)
+    view, start, end = _region(buf, start, end)
+    if end - start > _EAGER_MAX and type(view) is not bytes:
+        out = []
+        try:
+            out.extend(_checked_records(view, start, end, count, base_offset, base_timestamp,
+                                        max_timestamp, timestamp_type))
+            err = None
+        except CorruptRecordError as exc:
+            err = exc
+    else:
+        out, err = _decode_v2(view, start, end, count, base_offset, base_timestamp,
+                              max_timestamp, timestamp_type)
     if err is not None:
         if on_error is None:
             raise err
@@ -172,15 +187,32 @@ def iter_records_v2(buf, start, end, count, base_offset, base_timestamp, max_tim
                     timestamp_type, on_error=None):
     """Lazy ``decode_records_v2``: an iterator of ``Record``s; see the module docstring.
 
-    The records are decoded up front (a list iterator costs far less per step
-    than a generator); a decoding error is raised only once the records
-    before it have been yielded, as a lazy decoder would.
+    A batch's records are decoded up front (a list iterator costs far less per
+    step than a generator); a decoding error is raised only once the records
+    before it have been yielded, as a lazy decoder would.  Regions over
+    ``_EAGER_MAX`` bytes are decoded one record per step.
     """
-    out, err = _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+    view, start, end = _region(buf, start, end)
+    if end - start > _EAGER_MAX:
+        gen = _checked_records(view, start, end, count, base_offset, base_timestamp,
+                               max_timestamp, timestamp_type)
+        return gen if on_error is None else _relocating(gen, on_error)
+    out, err = _decode_v2(view, start, end, count, base_offset, base_timestamp, max_timestamp,
                           timestamp_type)
     if err is None:
         return iter(out)
     return chain(out, _raise_later(err, on_error))
+
+
+def _region(buf, start, end):
+    """``(view, start, end)``: ``buf`` as bytes or a byte view, the bounds clamped to it."""
+    view = buf if type(buf) is bytes else _view(buf)
+    n = len(view)
+    if end < 0 or end > n:
+        end = n
+    if start < 0:
+        start = 0
+    return view, start, end
 
 
 def _raise_later(err, on_error):
@@ -188,6 +220,38 @@ def _raise_later(err, on_error):
         raise err
     raise on_error(err) from None
     yield  # a generator: raises when reached
+
+
+def _relocating(gen, on_error):
+    try:
+        yield from gen
+    except CorruptRecordError as exc:
+        raise on_error(exc) from None
+
+
+def _count_error(count, start, end, base_offset):
+    if count < 0 or (count > 0 and count > (end - start) // 7):
+        return _corrupt(f"record count {count} impossible for {end - start} bytes of records",
+                        start, base_offset, "count")
+    return None
+
+
+def _checked_records(view, start, end, count, base_offset, base_timestamp, max_timestamp,
+                     timestamp_type):
+    """Generator of the records of a (normalised) region, each through ``_checked_record``."""
+    err = _count_error(count, start, end, base_offset)
+    if err is not None:
+        raise err
+    lat = timestamp_type == 1
+    ts_name = _TS_NAMES[1 if lat else 0]
+    pos = start
+    for _ in range(count):
+        r, pos = _checked_record(view, pos, end, base_offset, base_timestamp, max_timestamp,
+                                 lat, ts_name)
+        yield r
+    if pos != end:
+        raise _corrupt(f"{end - pos} bytes left after the batch's {count} records", pos, None,
+                       "count")
 
 
 class _Slow(Exception):
@@ -202,9 +266,9 @@ _ZZ = tuple([(u >> 1) ^ -(u & 1) for u in range(128)]
             + [(u >> 1) ^ -(u & 1) for u in range(1 << 14)])
 
 
-def _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+def _decode_v2(view, start, end, count, base_offset, base_timestamp, max_timestamp,
                timestamp_type):
-    """Decode v2 records into a list: ``(records, error)``.
+    """Decode the v2 records of a region (normalised by ``_region``): ``(records, error)``.
 
     ``error`` is None or the ``CorruptRecordError`` met after ``records``.
     Each record goes through an optimistic decoder that inlines one- and
@@ -213,16 +277,9 @@ def _decode_v2(buf, start, end, count, base_offset, base_timestamp, max_timestam
     of its record, an error) sends that record through ``_checked_record``,
     which either decodes it or raises the precise error.
     """
-    view = buf if type(buf) is bytes else _view(buf)
-    n = len(view)
-    if end < 0 or end > n:
-        end = n
-    if start < 0:
-        start = 0
     out = []
     if count < 0 or (count > 0 and count > (end - start) // 7):
-        return out, _corrupt(f"record count {count} impossible for {end - start} bytes of "
-                             f"records", start, base_offset, "count")
+        return out, _count_error(count, start, end, base_offset)
     if type(view) is bytes:
         data = view
         shift = 0
