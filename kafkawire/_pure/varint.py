@@ -18,8 +18,12 @@ __all__ = ["read_varint", "read_varlong", "read_unsigned_varint", "read_unsigned
 
 
 def _read_unsigned(buf, pos: int, max_bytes: int):
-    start = pos
     n = len(buf)
+    if 0 <= pos < n:
+        b = buf[pos]
+        if b < 0x80:  # one-byte varint: most lengths and counts
+            return b, pos + 1
+    start = pos
     result = 0
     shift = 0
     for _ in range(max_bytes):
