@@ -6,6 +6,7 @@ from kafkawire.errors import CorruptRecordError
 # -- mode bits ------------------------------------------------------------------------------
 PRINT = 1   #: --print-data-log: keys and payloads after the record metadata
 JSON = 2    #: --json: one JSON object per line instead of Kafka's text
+SHALLOW = 4  #: no --deep-iteration: batch lines only (records checked for isvalid, not shown)
 
 # -- dump_batches status (why it stopped at ``stop``) -----------------------------------------
 OK = 0        #: reached ``end``

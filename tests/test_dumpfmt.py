@@ -92,8 +92,8 @@ def run_dump(capsys, monkeypatch, path, flags, formatter):
     return code, out, err
 
 
-FLAG_SETS = [["--deep-iteration"], ["--print-data-log"], ["--deep-iteration", "--json"],
-             ["--print-data-log", "--json"]]
+FLAG_SETS = [[], ["--json"], ["--deep-iteration"], ["--print-data-log"],
+             ["--deep-iteration", "--json"], ["--print-data-log", "--json"]]
 
 
 @pytest.mark.parametrize("flags", FLAG_SETS, ids=" ".join)
@@ -114,10 +114,12 @@ def test_formatter_output_equals_the_batch_object_path(capsys, monkeypatch, tmp_
     formatted = run_dump(capsys, monkeypatch, path, flags, True)
     assert formatted == general
     if tail == "":
-        assert general[0] == 0 and "| offset: " in general[1] or '"type":"record"' in general[1]
+        deep = "--deep-iteration" in flags or "--print-data-log" in flags
+        assert general[0] == 0
+        assert ("| offset: " in general[1] or '"type":"record"' in general[1]) == deep
 
 
-@pytest.mark.parametrize("flags", FLAG_SETS, ids=" ".join)
+@pytest.mark.parametrize("flags", FLAG_SETS, ids=lambda f: " ".join(f) or "shallow")
 def test_formatter_chunks_many_batches(capsys, monkeypatch, tmp_path, flags):
     rng = random.Random(7)
     batches = [_plain(i * 50, 50, rng) for i in range(60)]
@@ -127,7 +129,8 @@ def test_formatter_chunks_many_batches(capsys, monkeypatch, tmp_path, flags):
     general = run_dump(capsys, monkeypatch, path, flags, False)
     formatted = run_dump(capsys, monkeypatch, path, flags, True)
     assert formatted == general
-    assert general[1].count("\n") > 3000
+    assert general[1].count("\n") > (60 if "--deep-iteration" not in flags
+                                      and "--print-data-log" not in flags else 3000)
 
 
 def test_max_bytes_and_non_consecutive_report(capsys, monkeypatch, tmp_path):
@@ -171,7 +174,7 @@ def test_twins_agree_on_segments_and_hostile_mutations():
     batches = segment_batches(5)
     seg = b"".join(batches)
     plain = [b for b in batches if b[16] == 2 and not (b[22] & 0x27)]
-    for mode in (0, 1, 2, 3):
+    for mode in range(8):
         assert fast.dump_batches(seg, 0, -1, mode, 7, -1, 1 << 20) == \
             pure.dump_batches(seg, 0, -1, mode, 7, -1, 1 << 20)
     for trial in range(400):
@@ -182,7 +185,7 @@ def test_twins_agree_on_segments_and_hostile_mutations():
         if trial % 5 == 0:
             data = data[:rng.randrange(len(data) + 1)]
         data = bytes(data)
-        mode = trial % 4
+        mode = trial % 8
         prev = rng.choice([-1, 0, 5])
         assert fast.dump_batches(data, 0, -1, mode, 0, prev, 1 << 20) == \
             pure.dump_batches(data, 0, -1, mode, 0, prev, 1 << 20)
@@ -207,7 +210,7 @@ def test_twins_agree_on_crc_fixed_hostile_records():
             data[i] = rng.randrange(256)
         data[17:21] = crc(data, 21, len(data)).to_bytes(4, "big")
         data = bytes(data)
-        mode = trial % 4
+        mode = trial % 8
         assert fast.dump_batches(data, 0, -1, mode, 0, -1, 1 << 20) == \
             pure.dump_batches(data, 0, -1, mode, 0, -1, 1 << 20)
         args = _records_args(data, mode)
@@ -236,8 +239,11 @@ def test_dump_batches_contract(backend):
     assert (stop2, prev2, status2, gaps2) == (len(batches[0]), 9, FMT.GENERAL, [(3, 0)])
     assert _kernels.dump_batches(seg2, stop2, -1, 0, 0, -1, 1 << 20)[1:4] == \
         (stop2, -1, FMT.GENERAL)
+    shallow = _kernels.dump_batches(seg, 0, -1, FMT.SHALLOW, 0, -1, 1 << 20)
+    assert shallow == (b"".join(line + b"\n" for line in out.split(b"\n")
+                                if line.startswith(b"baseOffset: ")), len(seg), -1, FMT.OK, [])
     with pytest.raises(ValueError):
-        _kernels.dump_batches(seg, 0, -1, 4, 0, -1, 1)
+        _kernels.dump_batches(seg, 0, -1, 8, 0, -1, 1)
 
 
 def test_dump_records_hostile_input_is_a_typed_error(backend):

@@ -48,8 +48,9 @@ cdef list _gap_list(kwd_gaps *g):
 
 
 cdef int _check_mode(int mode) except -1:
-    if mode < 0 or mode > 3:
-        raise ValueError(f"dump mode {mode} is not a combination of PRINT (1) and JSON (2)")
+    if mode < 0 or mode > 7:
+        raise ValueError(f"dump mode {mode} is not a combination of PRINT (1), JSON (2) and "
+                         "SHALLOW (4)")
     return 0
 
 

@@ -252,7 +252,7 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
                 int64_t base_offset, int64_t last_offset, int64_t base_ts, int64_t max_ts,
                 int lat, int64_t base_seq, int mode, int64_t *prev, kwd_gaps *gaps, kwd_err *err) {
     const unsigned char *p = buf + start, *e = buf + end;
-    const int json = mode & KWD_JSON, print = mode & KWD_PRINT;
+    const int json = mode & KWD_JSON, print = mode & KWD_PRINT, shallow = mode & KWD_SHALLOW;
     int64_t last = *prev;
     size_t out0 = out->len, gaps0 = gaps->n;
     numcache c_off = {0, 0, {0}}, c_ts = {0, 0, {0}}, c_seq = {0, 0, {0}};
@@ -323,6 +323,7 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
         } else if (add_ovf(base_ts, ts_delta, &ts)) {
             FAIL(KWE_TS_OVERFLOW, rec);
         }
+        if (shallow) continue;
         if (print && !json) {
             if ((klen > 0 && !utf8_valid(key, (size_t)klen)) || (vlen > 0 && !utf8_valid(val, (size_t)vlen))) {
                 out->len = out0;

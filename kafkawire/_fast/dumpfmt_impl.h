@@ -6,6 +6,7 @@
 
 #define KWD_PRINT 1   /* --print-data-log: keys and payloads */
 #define KWD_JSON 2    /* one JSON object per line */
+#define KWD_SHALLOW 4 /* batch lines only (records still checked, for isvalid) */
 
 /* results of kwd_records / kwd_batches */
 #define KWD_OK 0

@@ -4,7 +4,9 @@ They render what ``kafkawire dump --deep-iteration`` prints for v2 batches
 (Kafka 3.9 ``DumpLogSegments`` text, or the ``--json`` lines) as UTF-8 bytes,
 each line ending in ``\\n``.  ``mode`` is a combination of
 ``kafkawire._dumpfmt_common.PRINT`` (``--print-data-log``: `` key: …`` and
-`` payload: …`` after the metadata) and ``JSON``.  Offsets that do not
+`` payload: …`` after the metadata), ``JSON`` and ``SHALLOW`` (batch lines only:
+records are still decoded and checked, as ``isvalid`` needs, but not rendered, and
+no gaps are reported).  Offsets that do not
 follow the previous record's (``prev_offset``, -1 for none) are reported as
 ``gaps``: a list of ``(previous, current)`` pairs.
 
@@ -206,6 +208,8 @@ def _record(out, buf, pos, end, base_offset, last_offset, base_ts, max_ts, lat, 
         ts = base_ts + ts_delta
         if ts < _INT64_MIN or ts > _INT64_MAX:
             raise _Fail(C.E_TS_OVERFLOW, rec, offset)
+    if mode & C.SHALLOW:
+        return pos, last
     key = None if klen < 0 else buf[kpos:kpos + klen]
     value = None if vlen < 0 else buf[vpos:vpos + vlen]
     if printing and ((key is not None and not _utf8_ok(key))
@@ -245,8 +249,9 @@ def _bounds(n, start, end):
 
 
 def _check_mode(mode):
-    if mode < 0 or mode > 3:
-        raise ValueError(f"dump mode {mode} is not a combination of PRINT (1) and JSON (2)")
+    if mode < 0 or mode > 7:
+        raise ValueError(f"dump mode {mode} is not a combination of PRINT (1), JSON (2) and "
+                         "SHALLOW (4)")
 
 
 def _batch_line(h, position, size, json) -> bytes:

@@ -250,10 +250,15 @@ class Dumper:
     def _format_mode(self) -> Optional[int]:
         """The ``K.dump_batches`` mode when the compiled formatter can render this dump."""
         o = self.opts
-        if not (o.deep_iteration and FORMATTER) or o.skip_record_metadata or o.decoding:
+        if not FORMATTER:
             return None
-        if self.out.json_mode:
-            return FMT.JSON
+        json = FMT.JSON if self.out.json_mode else 0
+        if not o.deep_iteration:
+            return FMT.SHALLOW | json
+        if o.skip_record_metadata or o.decoding:
+            return None
+        if json:
+            return json
         return FMT.PRINT if o.print_data_log else 0
 
     def _walk_log(self, path: str, data: Any, end: int) -> None:
