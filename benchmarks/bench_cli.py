@@ -1,6 +1,6 @@
 """``kafkawire dump`` speed against Kafka's Java reader, in one run on the same file.
 
-Usage: ``python benchmarks/bench_cli.py [--quick] [--mib N] [--backend fast|pure]``
+Usage: ``python benchmarks/bench_cli.py [--quick] [--mib N] [--backend fast|pure] [--general]``
 
 Builds (once, cached under ``/tmp/kafkawire-bench-cli/``) one segment of W1-shaped
 batches (16-byte keys, 100-byte values, 130 records per ~16 KiB uncompressed batch):
@@ -99,7 +99,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="64 MiB file, short Java run")
     ap.add_argument("--mib", type=int, default=None, help="segment size (default 1024)")
     ap.add_argument("--backend", choices=("fast", "pure"), default=None)
+    ap.add_argument("--general", action="store_true",
+                    help="batch objects for every batch (no formatter kernel): the path "
+                         "kafkawire took before it, for comparison")
     args = ap.parse_args()
+    if args.general:
+        from kafkawire.cli import dump
+        dump.FORMATTER = False
     from kafkawire import _kernels
     if args.backend:
         _kernels.use(args.backend)
@@ -109,7 +115,9 @@ def main() -> None:
     batches = -(-n // RECORDS_PER_BATCH)
     repeat = 2 if args.quick else 3
     size = path.stat().st_size
-    print(f"kafkawire backend: {_kernels.backend}; file: {size / 2 ** 20:.0f} MiB, "
+    print(f"kafkawire backend: {_kernels.backend}"
+          f"{' (general path: no formatter kernel)' if args.general else ''}; "
+          f"file: {size / 2 ** 20:.0f} MiB, "
           f"{n} records in {batches} batches")
     rows = []
     for name, flags, unit in (("dump (shallow)", [], batches),

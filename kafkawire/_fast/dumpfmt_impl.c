@@ -208,6 +208,12 @@ static char *put_json_str(char *w, const unsigned char *s, size_t n) {
 /* Strict UTF-8 (what Python's bytes.decode("utf-8") accepts). */
 static int utf8_valid(const unsigned char *s, size_t n) {
     size_t i = 0;
+    for (; i + 16 <= n; i += 16) {   /* ASCII runs, 16 bytes per step */
+        uint64_t a, b;
+        memcpy(&a, s + i, 8);
+        memcpy(&b, s + i + 8, 8);
+        if ((a | b) & 0x8080808080808080ULL) break;
+    }
     while (i < n) {
         if (i + 8 <= n) {
             uint64_t v;
