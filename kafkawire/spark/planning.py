@@ -277,18 +277,25 @@ def _choose_cuts(sp: int, ep: int, cuts: np.ndarray, max_bytes: int) -> List[int
 
 def plan_slices(ranges: List[Range], max_bytes: int,
                 max_records: Optional[int] = None) -> List[Slice]:
+    """Byte slices of every range, none larger than ``max_bytes`` where index entries allow.
+
+    ``max_records`` first divides each range into equal offset sub-ranges of at
+    most that many offsets (as Spark's Kafka source divides ``untilOffset -
+    fromOffset``: offsets, not records, so compaction gaps make a piece hold fewer).
+    """
     slices: List[Slice] = []
     for r in ranges:
         if r.end <= r.start:
             continue
-        step = max_records or (r.end - r.start)
+        size = r.end - r.start
+        step = size if not max_records else math.ceil(size / math.ceil(size / max_records))
         for a in range(r.start, r.end, step):
             slices.extend(_segment_slices(r, a, min(a + step, r.end), max_bytes))
     return slices
 
 
 def pack(slices: List[Slice], max_bytes: int, one_per_task: bool = False) -> List[Task]:
-    """Group consecutive small slices into tasks of up to ``max_bytes``."""
+    """Group consecutive small slices into tasks of up to ``max_bytes`` (first fit, in order)."""
     tasks: List[Task] = []
     cur: List[Slice] = []
     size = 0
@@ -303,15 +310,72 @@ def pack(slices: List[Slice], max_bytes: int, one_per_task: bool = False) -> Lis
     return tasks
 
 
+def balance(slices: List[Slice], count: int, max_bytes: int) -> List[Task]:
+    """Consecutive slices into about ``count`` tasks of equal bytes, none above ``max_bytes``.
+
+    A slice goes to the task its middle byte falls in (cumulative bytes over the
+    ideal task size), so tasks differ by at most about one slice; a task that
+    would pass ``max_bytes`` is closed early.  Adjacent pieces of one file that
+    land in the same task are joined again (one slice, one decoder).
+    """
+    total = sum(s.nbytes for s in slices)
+    if count <= 1 or total == 0:
+        return pack(slices, max_bytes)
+    ideal = total / count
+    tasks: List[List[Slice]] = []
+    cur: List[Slice] = []
+    size = done = 0
+    want = -1
+    for s in slices:
+        slot = min(count - 1, int((done + s.nbytes / 2) // ideal))
+        if cur and (slot != want or size + s.nbytes > max_bytes):
+            tasks.append(cur)
+            cur, size = [], 0
+        want = slot
+        if cur and _joins(cur[-1], s):
+            cur[-1] = Slice(s.topic, s.partition, s.path, cur[-1].start_pos, s.end_pos,
+                            s.start_offset, s.end_offset)
+        else:
+            cur.append(s)
+        size += s.nbytes
+        done += s.nbytes
+    if cur:
+        tasks.append(cur)
+    return [Task(t) for t in tasks]
+
+
+def _joins(a: Slice, b: Slice) -> bool:
+    return (a.path == b.path and a.end_pos == b.start_pos and a.start_offset == b.start_offset
+            and a.end_offset == b.end_offset)
+
+
 def plan_tasks(ranges: List[Range], ro: ReadOptions) -> List[Task]:
-    """Slices packed into tasks, honouring maxBytesPerTask, minPartitions and maxRecordsPerPartition."""
+    """Slices packed into tasks, honouring maxBytesPerTask, minPartitions and maxRecordsPerPartition.
+
+    Without ``maxRecordsPerPartition`` the task count is ``ceil(bytes /
+    maxBytesPerTask)``, at least ``minPartitions`` and then rounded up to a
+    multiple of it (minPartitions is usually the cluster's parallelism: full
+    waves), and the bytes are spread evenly over the tasks: a Spark task costs
+    ~50 ms whatever it reads, and the slowest task ends the stage.
+    """
     max_bytes = ro.max_bytes_per_task
-    slices = plan_slices(ranges, max_bytes, ro.max_records_per_partition)
-    one = ro.max_records_per_partition is not None
-    tasks = pack(slices, max_bytes, one_per_task=one)
-    if ro.min_partitions and len(tasks) < ro.min_partitions:
-        total = sum(s.nbytes for s in slices)
-        target = max(4096, math.ceil(total / ro.min_partitions))
-        slices = plan_slices(ranges, target, ro.max_records_per_partition)
-        tasks = pack(slices, target, one_per_task=one)
-    return tasks
+    mp = ro.min_partitions
+    if ro.max_records_per_partition is not None:
+        slices = plan_slices(ranges, max_bytes, ro.max_records_per_partition)
+        tasks = pack(slices, max_bytes, one_per_task=True)
+        if mp and len(tasks) < mp:
+            total = sum(s.nbytes for s in slices)
+            target = max(4096, math.ceil(total / mp))
+            tasks = pack(plan_slices(ranges, target, ro.max_records_per_partition), target,
+                         one_per_task=True)
+        return tasks
+    slices = plan_slices(ranges, max_bytes)
+    total = sum(s.nbytes for s in slices)
+    count = max(1, math.ceil(total / max_bytes))
+    if mp:
+        count = mp * math.ceil(count / mp)
+    if count > 1:
+        # finer pieces (cut at index entries) let the tasks come out even
+        piece = max(4096, math.ceil(total / count / 8))
+        slices = plan_slices(ranges, piece)
+    return balance(slices, count, max_bytes)
