@@ -153,6 +153,8 @@ cdef class Record:
 
 
 cdef PyMemberDef _members[6]
+# byte offsets of Record's fields, in _MEMBER_NAMES order (set by _install_members)
+cdef Py_ssize_t _F_OFFSET, _F_TIMESTAMP, _F_TSTYPE, _F_KEY, _F_VALUE, _F_HEADERS
 _MEMBER_NAMES = (b"offset", b"timestamp", b"timestamp_type", b"key", b"value", b"headers")
 
 
@@ -184,6 +186,9 @@ cdef _install_members():
         _members[i].doc = NULL
         tdict[names[i].decode()] = PyDescr_NewMember(Record, &_members[i])
     PyType_Modified(Record)
+    global _F_OFFSET, _F_TIMESTAMP, _F_TSTYPE, _F_KEY, _F_VALUE, _F_HEADERS
+    _F_OFFSET, _F_TIMESTAMP, _F_TSTYPE = _members[0].offset, _members[1].offset, _members[2].offset
+    _F_KEY, _F_VALUE, _F_HEADERS = _members[3].offset, _members[4].offset, _members[5].offset
 
 
 _install_members()
@@ -205,6 +210,22 @@ cdef inline object _mk_bytes(const unsigned char *p, Py_ssize_t n):
 
 cdef enum:
     HCACHE = 8
+
+
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(PyObject *o)
+    bint PyList_CheckExact(PyObject *o)
+    Py_ssize_t PyList_GET_SIZE_RAW "PyList_GET_SIZE" (PyObject *o)
+    void Py_XDECREF_RAW "Py_XDECREF" (PyObject *o)
+
+
+cdef inline void _put(PyObject *rec, Py_ssize_t off, object value) noexcept:
+    """Store ``value`` in a field of a reused Record; the old value (or NULL) is released."""
+    cdef PyObject **slot = <PyObject **>((<char *>rec) + off)
+    cdef PyObject *old = slot[0]
+    Py_INCREF(value)
+    slot[0] = <PyObject *>value
+    Py_XDECREF_RAW(old)
 
 
 @cython.final
@@ -231,6 +252,14 @@ cdef class RecordIterator:
     cdef object on_error
     cdef object err_batch        # a batch whose _on_kernel_error(exc, compressed) relocates errors
     cdef bint err_compressed
+    # The last two records made.  One that nothing else references any more is
+    # unobservable, so the next record reuses it in place (as zip() reuses its
+    # result tuple): no allocation, and its empty headers list is kept when
+    # nothing else holds that either.  Two, because a for loop still holds the
+    # previous record while asking for the next.
+    cdef object spare0
+    cdef object spare1
+    cdef bint flip
 
     def __dealloc__(self):
         if self.held:
@@ -291,21 +320,44 @@ cdef class RecordIterator:
         cdef kw_rec_t rec
         cdef Record r
         cdef int64_t ts
+        cdef PyObject *o
+        cdef PyObject *h
         if not kw_rec_plain(self.p, self.pend, &rec):
             return self._next_checked()
-        r = Record.__new__(Record)
-        r.key = _mk_bytes(rec.key, rec.klen) if rec.klen >= 0 else None
-        r.value = _mk_bytes(rec.value, rec.vlen) if rec.vlen >= 0 else None
-        r.headers = PyList_New(0)
-        r.offset = self.base_offset + rec.off_delta
+        key = _mk_bytes(rec.key, rec.klen) if rec.klen >= 0 else None
+        value = _mk_bytes(rec.value, rec.vlen) if rec.vlen >= 0 else None
+        offset = self.base_offset + rec.off_delta
         if not self.lat:
             ts = self.base_timestamp + rec.ts_delta
             if self.last_ts is None or ts != self.last_ts_value:
                 self.last_ts = ts
                 self.last_ts_value = ts
+        self.p = rec.end
+        self.flip = not self.flip
+        o = <PyObject *>(self.spare0 if self.flip else self.spare1)
+        if Py_REFCNT(o) == 1:   # only this iterator holds it (None never has refcount 1)
+            r = <Record>o
+            _put(o, _F_OFFSET, offset)
+            _put(o, _F_TIMESTAMP, self.last_ts)
+            _put(o, _F_TSTYPE, self.ts_name)
+            _put(o, _F_KEY, key)
+            _put(o, _F_VALUE, value)
+            h = (<PyObject **>((<char *>o) + _F_HEADERS))[0]
+            if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
+                    and Py_REFCNT(h) == 1):
+                _put(o, _F_HEADERS, PyList_New(0))
+            return r
+        r = Record.__new__(Record)
+        r.key = key
+        r.value = value
+        r.headers = PyList_New(0)
+        r.offset = offset
         r.timestamp = self.last_ts
         r.timestamp_type = self.ts_name
-        self.p = rec.end
+        if self.flip:
+            self.spare0 = r
+        else:
+            self.spare1 = r
         return r
 
     cdef Record _next_checked(self):

@@ -1,0 +1,76 @@
+"""Records iterated one at a time: a record the caller dropped may be reused in place.
+
+Reuse must never be observable: records (and headers lists) the caller still
+holds, directly or through a field, keep their values.
+"""
+from __future__ import annotations
+
+import gc
+
+import kafkawire
+from kafkawire.records import BatchBuilder
+
+
+def _batch(n=50, headers_every=0):
+    b = BatchBuilder(2, "none", base_offset=100)
+    for i in range(n):
+        hs = [("h", b"%d" % i)] if headers_every and i % headers_every == 0 else ()
+        b.append(b"value-%d" % i, key=None if i % 3 == 0 else b"key-%d" % i,
+                 timestamp=1_000 + i, headers=hs)
+    return b.build()
+
+
+def _expected(i):
+    return (100 + i, 1_000 + i, None if i % 3 == 0 else b"key-%d" % i, b"value-%d" % i)
+
+
+def test_kept_records_keep_their_values():
+    data = _batch()
+    kept = [r for b in kafkawire.iter_batches(data) for r in b]
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in kept] == [_expected(i) for i in range(50)]
+    assert len({id(r) for r in kept}) == 50
+    assert len({id(r.headers) for r in kept}) == 50
+
+
+def test_kept_fields_and_headers_lists_survive_reuse():
+    data = _batch(headers_every=7)
+    values, keys, lists = [], [], []
+    for b in kafkawire.iter_batches(data):
+        for i, r in enumerate(b):
+            values.append(r.value)
+            keys.append(r.key)
+            lists.append(r.headers)
+            r.headers.append(("mine", b"%d" % i)) if i % 5 == 0 else None
+    for i in range(50):
+        assert (keys[i], values[i]) == _expected(i)[2:]
+        want = ([("h", b"%d" % i)] if i % 7 == 0 else []) + ([("mine", b"%d" % i)] if i % 5 == 0 else [])
+        assert lists[i] == want
+    assert len({id(h) for h in lists}) == 50
+
+
+def test_dropped_records_with_mutated_or_deleted_fields():
+    data = _batch()
+    seen = []
+    for b in kafkawire.iter_batches(data):
+        for i, r in enumerate(b):
+            seen.append((r.offset, r.timestamp, r.key, r.value, list(r.headers)))
+            if i % 4 == 0:
+                del r.key
+            elif i % 4 == 1:
+                r.headers = ("not", "a list")
+            elif i % 4 == 2:
+                r.headers.append(("x", None))
+                r.value = object()
+    assert seen == [_expected(i) + ([],) for i in range(50)]
+
+
+def test_records_list_after_partial_iteration():
+    data = _batch()
+    it = iter(next(iter(kafkawire.iter_batches(data))))
+    first = next(it)
+    second = next(it)
+    rest = list(it)
+    gc.collect()
+    got = [first, second] + rest
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in got] == \
+        [_expected(i) + ([],) for i in range(50)]
