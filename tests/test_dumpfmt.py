@@ -276,3 +276,16 @@ def test_dump_records_hostile_input_is_a_typed_error(backend):
     braw = bad.build()
     assert _kernels.dump_records(braw, *_records_args(braw, FMT.PRINT))[0] is None
     assert _kernels.dump_records(braw, *_records_args(braw, 0))[0] is not None
+
+
+def test_text_streams_without_a_binary_layer_get_the_same_text(capsys, monkeypatch, tmp_path):
+    """``Printer.write_bytes`` decodes for streams like StringIO (no ``.buffer``)."""
+    import contextlib
+    import io
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(segment_batches(9)))
+    expected = run_dump(capsys, monkeypatch, path, ["--print-data-log"], True)[1]
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink):
+        main(["dump", "--files", str(path), "--no-progress", "--print-data-log"])
+    assert sink.getvalue() == expected

@@ -33,6 +33,7 @@ cdef extern from "dumpfmt_impl.h" nogil:
         int64_t b
     int KWD_OK, KWD_FULL, KWD_GENERAL, KWD_CORRUPT, KWD_NOMEM
     int KWE_TS_OVERFLOW
+    void kwd_init()
     int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end,
                     int64_t count, int64_t base_offset, int64_t last_offset, int64_t base_ts,
                     int64_t max_ts, int lat, int64_t base_seq, int mode, int64_t *prev,
@@ -40,6 +41,9 @@ cdef extern from "dumpfmt_impl.h" nogil:
     int kwd_batches(kwd_out *out, const unsigned char *buf, size_t start, size_t end, int mode,
                     int64_t base_position, size_t max_output, int64_t *prev, kwd_gaps *gaps,
                     size_t *stop)
+
+
+kwd_init()
 
 
 cdef list _gap_list(kwd_gaps *g):

@@ -130,21 +130,18 @@ static inline char *put_mem(char *w, const void *s, size_t n) {
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* two base64 characters per 12 bits, built on first use (idempotent, so races are harmless) */
+/* two base64 characters per 12 bits, built by kwd_init() when the module loads */
 static uint16_t B64PAIRS[4096];
-static int b64_ready = 0;
 
-static void b64_init(void) {
+void kwd_init(void) {
     for (int i = 0; i < 4096; i++) {
         char pair[2] = {B64[i >> 6], B64[i & 63]};
         memcpy(&B64PAIRS[i], pair, 2);
     }
-    b64_ready = 1;
 }
 
 static char *put_b64(char *w, const unsigned char *s, size_t n) {
     size_t i = 0;
-    if (!b64_ready) b64_init();
     for (; i + 8 <= n; i += 6) {   /* six bytes per step from one 8-byte load */
         uint64_t v;
         memcpy(&v, s + i, 8);

@@ -27,6 +27,9 @@ enum { KWE_COUNT = 1, KWE_REC_LENGTH, KWE_REC_PAST_END, KWE_VARINT_TRUNC, KWE_VA
        KWE_HKEY_LEN, KWE_HKEY_UTF8, KWE_HVALUE_LEN, KWE_HVALUE_PAST, KWE_FIELDS,
        KWE_LEFTOVER, KWE_RANGE, KWE_TS_OVERFLOW };
 
+/* build the lookup tables; call once before the others */
+void kwd_init(void);
+
 int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end, int64_t count,
                 int64_t base_offset, int64_t last_offset, int64_t base_ts, int64_t max_ts,
                 int lat, int64_t base_seq, int mode, int64_t *prev, kwd_gaps *gaps, kwd_err *err);
