@@ -192,7 +192,12 @@ def iter_records_v2(buf, start, end, count, base_offset, base_timestamp, max_tim
     before it have been yielded, as a lazy decoder would.  Regions over
     ``_EAGER_MAX`` bytes are decoded one record per step.
     """
-    view, start, end = _region(buf, start, end)
+    view = buf if type(buf) is bytes else _view(buf)  # _region, inlined: once per batch
+    n = len(view)
+    if end < 0 or end > n:
+        end = n
+    if start < 0:
+        start = 0
     if end - start > _EAGER_MAX:
         gen = _checked_records(view, start, end, count, base_offset, base_timestamp,
                                max_timestamp, timestamp_type)
