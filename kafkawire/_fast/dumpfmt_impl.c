@@ -284,6 +284,24 @@ static int utf8_valid(const unsigned char *s, size_t n) {
     return 1;
 }
 
+/* s[0:n) copied to w if it is valid UTF-8 (else NULL): ASCII runs go 16 bytes per step */
+static inline char *put_utf8(char *w, const unsigned char *s, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        uint64_t a, b;
+        memcpy(&a, s + i, 8);
+        memcpy(&b, s + i + 8, 8);
+        if ((a | b) & 0x8080808080808080ULL) break;
+        memcpy(w + i, &a, 8);
+        memcpy(w + i + 8, &b, 8);
+    }
+    if (i < n) {
+        if (!utf8_valid(s + i, n - i)) return NULL;
+        memcpy(w + i, s + i, n - i);
+    }
+    return w + n;
+}
+
 /* ---- records ------------------------------------------------------------------------- */
 #define FAIL(c, at) do { err->code = (c); err->pos = (int64_t)((at) - buf); goto fail; } while (0)
 #define VARINT32(dst, lim) do { int e_ = 0; const unsigned char *q_ = kw_varint32(p, (lim), &(dst), &e_); \
@@ -369,13 +387,6 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
             FAIL(KWE_TS_OVERFLOW, rec);
         }
         if (shallow) continue;
-        if (print && !json) {
-            if ((klen > 0 && !utf8_valid(key, (size_t)klen)) || (vlen > 0 && !utf8_valid(val, (size_t)vlen))) {
-                out->len = out0;
-                gaps->n = gaps0;
-                return KWD_GENERAL;
-            }
-        }
         if (last != -1 && offset != last + 1) {
             if (gap_add(gaps, last, offset)) goto nomem;
         }
@@ -447,9 +458,15 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
                 if (hvl > 0) hp += hvl;
             }
             *w++ = ']';
-            if (print) {
-                if (klen >= 0) { w = PUTS(w, " key: "); w = put_mem(w, key, (size_t)klen); }
-                if (vlen >= 0) { w = PUTS(w, " payload: "); w = put_mem(w, val, (size_t)vlen); }
+            if (print) {  /* text needing Java's UTF-8 replacement: the general path's */
+                if (klen >= 0) {
+                    w = PUTS(w, " key: ");
+                    if (!(w = put_utf8(w, key, (size_t)klen))) goto general;
+                }
+                if (vlen >= 0) {
+                    w = PUTS(w, " payload: ");
+                    if (!(w = put_utf8(w, val, (size_t)vlen))) goto general;
+                }
             }
             *w++ = '\n';
         }
@@ -467,6 +484,10 @@ nomem:
     out->len = out0;
     gaps->n = gaps0;
     return KWD_NOMEM;
+general:
+    out->len = out0;
+    gaps->n = gaps0;
+    return KWD_GENERAL;
 fail:
     out->len = out0;
     gaps->n = gaps0;
