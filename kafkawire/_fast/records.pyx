@@ -318,10 +318,7 @@ cdef class RecordIterator:
     cdef inline Record _next(self):
         """Decode the record at self.p (the caller checked remaining > 0)."""
         cdef kw_rec_t rec
-        cdef Record r
-        cdef int64_t ts
-        cdef PyObject *o
-        cdef PyObject *h
+        cdef int64_t ts, offset
         if not kw_rec_plain(self.p, self.pend, &rec):
             return self._next_checked()
         key = _mk_bytes(rec.key, rec.klen) if rec.klen >= 0 else None
@@ -333,6 +330,14 @@ cdef class RecordIterator:
                 self.last_ts = ts
                 self.last_ts_value = ts
         self.p = rec.end
+        return self._emit(key, value, offset, None)
+
+    cdef inline Record _emit(self, object key, object value, int64_t offset, object headers):
+        """The record for these fields (timestamp: ``self.last_ts``); ``headers`` None means
+        an empty list.  Reuses a spare record nothing else holds (see ``spare0``)."""
+        cdef Record r
+        cdef PyObject *o
+        cdef PyObject *h
         self.flip = not self.flip
         o = <PyObject *>(self.spare0 if self.flip else self.spare1)
         if Py_REFCNT(o) == 1:   # only this iterator holds it (None never has refcount 1)
@@ -342,15 +347,18 @@ cdef class RecordIterator:
             _put(o, _F_TSTYPE, self.ts_name)
             _put(o, _F_KEY, key)
             _put(o, _F_VALUE, value)
-            h = (<PyObject **>((<char *>o) + _F_HEADERS))[0]
-            if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
-                    and Py_REFCNT(h) == 1):
-                _put(o, _F_HEADERS, PyList_New(0))
+            if headers is not None:
+                _put(o, _F_HEADERS, headers)
+            else:
+                h = (<PyObject **>((<char *>o) + _F_HEADERS))[0]
+                if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
+                        and Py_REFCNT(h) == 1):
+                    _put(o, _F_HEADERS, PyList_New(0))
             return r
         r = Record.__new__(Record)
         r.key = key
         r.value = value
-        r.headers = PyList_New(0)
+        r.headers = PyList_New(0) if headers is None else headers
         r.offset = offset
         r.timestamp = self.last_ts
         r.timestamp_type = self.ts_name
@@ -372,7 +380,6 @@ cdef class RecordIterator:
         cdef int32_t length, off_delta, klen, vlen, nh, hklen, hvlen
         cdef int64_t ts_delta, ts
         cdef Py_ssize_t h
-        cdef Record r
         cdef list headers
         cdef object key, value, hkey, hval, tup
         q = kw_varint32(p, pend, &length, &err)
@@ -429,7 +436,7 @@ cdef class RecordIterator:
         if q == NULL:
             self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
         p = q
-        r = Record.__new__(Record)
+        headers = None
         if nh != 0:
             if nh < 0 or nh > rend - p:
                 self._fail(_corrupt(f"invalid header count {nh}", p - base,
@@ -488,27 +495,17 @@ cdef class RecordIterator:
                 tup = (hkey, hval)
                 Py_INCREF(tup)
                 PyList_SET_ITEM(headers, h, tup)
-            r.headers = headers
-        else:
-            r.headers = []
         if p != rend:
             self._fail(_corrupt(f"record declares {length} bytes but its fields use "
                                 f"{length - (rend - p)}", rstart - base,
                                 self.base_offset + off_delta, "length"))
         self.p = p
-        r.offset = self.base_offset + off_delta
-        if self.lat:
-            r.timestamp = self.last_ts
-        else:
+        if not self.lat:
             ts = self.base_timestamp + ts_delta
             if self.last_ts is None or ts != self.last_ts_value:
                 self.last_ts = ts
                 self.last_ts_value = ts
-            r.timestamp = self.last_ts
-        r.timestamp_type = self.ts_name
-        r.key = key
-        r.value = value
-        return r
+        return self._emit(key, value, self.base_offset + off_delta, headers)
 
     def __iter__(self):
         return self

@@ -195,6 +195,19 @@ class RecordBatch:
         return (buf, start, end, self.record_count, self.base_offset, self.first_timestamp,
                 self.max_timestamp, 1 if self.attributes & C.TIMESTAMP_TYPE_MASK else 0, on_error)
 
+    def records_bytes(self):
+        """The records region (what follows the 61-byte header), decompressed if needed.
+
+        A memoryview of the buffer (no copy) for an uncompressed batch; the
+        decompressed ``bytes`` otherwise, bounded by ``max_decompressed_size``
+        (``RecordTooLargeError``; a damaged payload raises ``CorruptRecordError``).
+        Use it to hand the raw records to other code, or to time decompression alone.
+        """
+        buf, start, end, compressed = self._payload()
+        if compressed:
+            return buf
+        return memoryview(buf).cast("B")[start:end]
+
     def _on_kernel_error(self, exc: CorruptRecordError, compressed: bool) -> CorruptRecordError:
         """Relocate a records-kernel error to this batch (called by the compiled iterator)."""
         return _relocate(exc, self, compressed)
