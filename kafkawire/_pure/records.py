@@ -147,15 +147,6 @@ def _view(buf):
     return memoryview(buf).cast("B")
 
 
-def _bounds(buf, start, end):
-    n = len(buf)
-    if end < 0 or end > n:
-        end = n
-    if start < 0:
-        start = 0
-    return start, end
-
-
 #: Regions larger than this are decoded lazily, record by record, by the checked
 #: decoder (no copy of the region, no list of every record held at once).
 _EAGER_MAX = 16 << 20
@@ -559,22 +550,37 @@ def _checked_record(buf, pos, end, base_offset, base_timestamp, max_timestamp, l
     return r, pos
 
 
-_LEGACY_HEAD = struct.Struct(">qiIbb")
+_LEGACY_HEAD = struct.Struct(">qiIbb")          # offset, length, crc, magic, attributes
+_LEGACY_HEAD_AT = _LEGACY_HEAD.unpack_from
+_new = object.__new__
+_LEGACY_PREFIX = struct.Struct(">qi").unpack_from
+_V1_TS_KLEN = struct.Struct(">qi").unpack_from  # v1 timestamp, key length
+_I32 = struct.Struct(">i").unpack_from
 
 
 def decode_legacy_messages(buf, start, end, wrapper_offset, wrapper_magic, wrapper_timestamp,
                            wrapper_timestamp_type, check_crc):
     """Decode a v0/v1 message set; see the module docstring."""
-    buf = _view(buf)
-    start, end = _bounds(buf, start, end)
+    copy = type(buf) is not bytes  # slices of anything else need bytes()
+    if copy:
+        buf = _view(buf)
+    n = len(buf)
+    if end < 0 or end > n:
+        end = n
+    if start < 0:
+        start = 0
     out = []
+    append = out.append
     pos = start
     lat_wrapper = wrapper_magic == 1 and wrapper_timestamp_type == 1
     last_raw = None
     while pos < end:
-        if end - pos < 12:
+        if end - pos >= 18:
+            offset, length, crc, magic, attrs = _LEGACY_HEAD_AT(buf, pos)
+        elif end - pos < 12:
             raise _corrupt("message set ends in a partial message header", pos)
-        offset, length = struct.unpack_from(">qi", buf, pos)
+        else:
+            offset, length = _LEGACY_PREFIX(buf, pos)  # too short: one of the next checks fails
         if length < 14:
             raise _corrupt(f"message size {length} smaller than minimum record overhead (14)",
                            pos, offset, "length")
@@ -582,47 +588,47 @@ def decode_legacy_messages(buf, start, end, wrapper_offset, wrapper_magic, wrapp
         if mend > end:
             raise _corrupt(f"message of {length} bytes runs past the end of its set", pos,
                            offset)
-        _, _, crc, magic, attrs = _LEGACY_HEAD.unpack_from(buf, pos)
         attrs &= 0xFF
-        p = pos + 18
         if magic == 1:
             if length < 22:
                 raise _corrupt(f"magic 1 message size {length} smaller than 22", pos, offset,
                                "length")
-            timestamp = struct.unpack_from(">q", buf, p)[0]
-            p += 8
+            timestamp, klen = _V1_TS_KLEN(buf, pos + 18)
+            p = pos + 30
             ts_name = _TS_NAMES[1 if attrs & 0x08 else 0]
         elif magic == 0:
+            klen = _I32(buf, pos + 18)[0]
+            p = pos + 22
             timestamp = -1
             ts_name = "NoTimestampType"
         else:
             raise _corrupt(f"invalid magic {magic} in a message set", pos + 16, offset, "magic")
         if check_crc and zlib.crc32(buf[pos + 16:mend]) != crc:
             raise _corrupt("message CRC-32 mismatch", pos, offset, "crc")
-        klen = struct.unpack_from(">i", buf, p)[0]
-        p += 4
         if klen < 0:
             if klen != -1:
                 raise _corrupt(f"invalid key length {klen}", p - 4, offset, "length")
             key = None
         else:
-            if p + klen + 4 > mend:
+            q = p + klen
+            if q + 4 > mend:
                 raise _corrupt("key runs past the end of the message", p - 4, offset)
-            key = bytes(buf[p:p + klen])
-            p += klen
+            key = bytes(buf[p:q]) if copy else buf[p:q]
+            p = q
         if p + 4 > mend:
             raise _corrupt("value length runs past the end of the message", p, offset)
-        vlen = struct.unpack_from(">i", buf, p)[0]
+        vlen = _I32(buf, p)[0]
         p += 4
         if vlen < 0:
             if vlen != -1:
                 raise _corrupt(f"invalid value length {vlen}", p - 4, offset, "length")
             value = None
         else:
-            if p + vlen > mend:
+            q = p + vlen
+            if q > mend:
                 raise _corrupt("value runs past the end of the message", p - 4, offset)
-            value = bytes(buf[p:p + vlen])
-            p += vlen
+            value = bytes(buf[p:q]) if copy else buf[p:q]
+            p = q
         if p != mend:
             raise _corrupt(f"message declares {length} bytes but its fields use "
                            f"{length - (mend - p)}", pos, offset, "length")
@@ -630,16 +636,16 @@ def decode_legacy_messages(buf, start, end, wrapper_offset, wrapper_magic, wrapp
             timestamp = wrapper_timestamp
             ts_name = "LogAppendTime"
         if attrs & 0x07:
-            out.append((pos, offset, magic, attrs, timestamp, value))
+            append((pos, offset, magic, attrs, timestamp, value))
         else:
-            r = Record.__new__(Record)
+            r = _new(Record)
             r.offset = offset
             r.timestamp = timestamp
             r.timestamp_type = ts_name
             r.key = key
             r.value = value
             r.headers = []
-            out.append(r)
+            append(r)
         last_raw = offset
         pos = mend
     if wrapper_magic >= 1 and last_raw is not None:

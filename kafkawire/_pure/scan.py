@@ -84,6 +84,8 @@ def _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_siz
     pos = start
     status = C.OK
     unpack_v2 = _V2.unpack_from
+    unpack_v1 = _V1.unpack_from
+    unpack_v0 = _V0.unpack_from
     length_at = _LENGTH
     while pos < end:
         if len(rows) >= max_count:
@@ -134,18 +136,18 @@ def _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_siz
                 append(b)
         elif magic == 1 or magic == 0:
             if magic == 1:
-                if length < C.V1_MIN_LENGTH:
+                if length < 22:  # C.V1_MIN_LENGTH
                     status = C.CORRUPT_LENGTH
                     break
-                offset, _, crc, _, attrs, ts = _V1.unpack_from(mv, pos)
+                offset, _, crc, _, attrs, ts = unpack_v1(mv, pos)
             else:
-                offset, _, crc, _, attrs = _V0.unpack_from(mv, pos)
+                offset, _, crc, _, attrs = unpack_v0(mv, pos)
                 ts = -1
-            if check_crc and zlib.crc32(mv[pos + C.MAGIC_OFFSET:pos + size]) != crc:
+            if check_crc and zlib.crc32(mv[pos + 16:pos + size]) != crc:  # from the magic on
                 status = C.CRC_MISMATCH
                 break
             attrs &= 0xFF
-            count = -1 if attrs & C.LEGACY_COMPRESSION_MASK else 1
+            count = -1 if attrs & 0x07 else 1  # C.LEGACY_COMPRESSION_MASK: a wrapper
             append((pos, size, offset, offset, magic, attrs, crc, -1, ts, ts, -1, -1, -1, count))
             n_legacy += 1
         else:
