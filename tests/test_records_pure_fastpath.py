@@ -141,8 +141,11 @@ def test_big_regions_decode_lazily(monkeypatch):
         assert outcome(PR.decode_records_v2(kind(buf), *args), None) == want
     bad = buf[:-1]  # the last record is cut short
     got = []
+    def relocate(exc):
+        return exc.at(position_delta=100)
+
     with pytest.raises(CorruptRecordError) as e:
-        for r in PR.iter_records_v2(memoryview(bad), *args, on_error=lambda exc: exc.at(position_delta=100)):
+        for r in PR.iter_records_v2(memoryview(bad), *args, on_error=relocate):
             got.append(r)
     assert len(got) == len(recs) - 1 and e.value.reason == "truncated"
     assert e.value.position == 100 + sum(len(S.v2_record(*r)) for r in recs[:-1]) + 2
