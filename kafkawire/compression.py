@@ -303,9 +303,20 @@ def _lz4_descriptor(mv: Buffer, n: int) -> tuple:
     return block_max, 4 if flg & 0x10 else 0, hc_at, mv[hc_at] == hc, hc
 
 
+#: LZ4 cannot inflate a payload more than this (a 255-byte match run costs one byte).
+_LZ4_MAX_RATIO = 256
+
+
 def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
     lz4 = _libs.get("lz4") or _lib("lz4")
     n = len(data)
+    if magic != 0 and n * _LZ4_MAX_RATIO <= limit:
+        # Cannot pass the bound: one library call, which checks the frame itself.
+        # What it refuses takes the walk below, for a precise error.
+        try:
+            return lz4.frame.decompress(data)
+        except Exception:
+            pass
     head = bytes(data[:7])
     desc = _LZ4_DESCRIPTORS.get(head)      # Kafka's frames all share one 7-byte head
     if desc is None:

@@ -10,6 +10,7 @@ from typing import Iterator, List, Optional
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
+from kafkawire.compression import decompress as _decompress
 from kafkawire.errors import CorruptRecordError, KafkaWireError
 
 __all__ = ["RecordBatch", "CODEC_NAMES", "concrete_batch_class"]
@@ -168,19 +169,21 @@ class RecordBatch:
     # -- records ------------------------------------------------------------------
     def _payload(self):
         """(buffer, start, end, compressed) of the records region, decompressed if needed."""
-        start = self._pos + C.V2_RECORDS_START
-        end = self._pos + self.size
-        cid = self.attributes & C.COMPRESSION_MASK
+        pos = self._pos
+        cid = self.attributes & 7                       # C.COMPRESSION_MASK
         if cid == 0:
-            return self._buf, start, end, False
-        codec = self.compression
-        from kafkawire import compression
-        view = memoryview(self._buf).cast("B")[start:end]
+            return self._buf, pos + 61, pos + self.size, False   # C.V2_RECORDS_START
+        if cid >= len(CODEC_NAMES):
+            self._unknown_codec(cid)
+        view = memoryview(self._buf)
+        if view.format != "B" or view.ndim != 1:
+            view = view.cast("B")
+        view = view[pos + 61:pos + self.size]
         try:
-            data = compression.decompress(cid, view, magic=2, max_size=self._max_size)
+            data = _decompress(cid, view, magic=2, max_size=self._max_size)
         except CorruptRecordError as exc:
-            raise type(exc)(f"batch at offset {self.base_offset}: {codec}: {exc.message}",
-                            position=self.position, offset=self.base_offset,
+            raise type(exc)(f"batch at offset {self.base_offset}: {self.compression}: "
+                            f"{exc.message}", position=self.position, offset=self.base_offset,
                             reason=exc.reason) from None
         return data, 0, len(data), True
 
