@@ -320,6 +320,7 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
     size_t out0 = out->len, gaps0 = gaps->n;
     numcache c_off = {0, 0, {0}}, c_ts = {0, 0, {0}}, c_seq = {0, 0, {0}};
     err->has_offset = 0;
+    err->offset = err->a = err->b = 0;
     if (count < 0 || (count > 0 && count > (int64_t)((end - start) / 7))) {
         err->a = count;
         err->b = (int64_t)(end - start);
