@@ -131,6 +131,26 @@ def test_planning_splits_large_and_groups_small(logdirs):
     assert len(big) == 1 and rows_of_table(table, False) == expected_rows(logdirs, headers=False)
 
 
+def test_planning_balances_tasks(logdirs):
+    tasks, table = read_in_process({"path": logdirs, "subscribe": "orders", "minpartitions": "3",
+                                    "includeheaders": "true"})
+    assert len(tasks) % 3 == 0                 # full waves when minPartitions is the parallelism
+    sizes = [t.nbytes for t in tasks]
+    assert max(sizes) <= 1.5 * sum(sizes) / len(sizes)
+    for t in tasks:                            # adjacent pieces of one file were joined again
+        assert not any(a.path == b.path and a.end_pos == b.start_pos and a.start_offset == b.start_offset
+                       for a, b in zip(t.slices, t.slices[1:]))
+    assert rows_of_table(table, True) == expected_rows(logdirs, topics={"orders"})
+
+
+def test_max_records_per_partition_divides_offsets_evenly(logdirs):
+    tasks, _ = read_in_process({"path": logdirs, "assign": '{"orders":[1]}', "maxrecordsperpartition": "700"})
+    spans = sorted({(s.start_offset, s.end_offset) for t in tasks for s in t.slices})
+    widths = [b - a for a, b in spans]
+    assert max(widths) <= 700 and max(widths) - min(widths) <= 1
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+
+
 def test_narrow_offset_range_reads_a_narrow_slice(logdirs):
     d = os.path.join(logdirs, "orders-1")
     total = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".log"))

@@ -260,18 +260,17 @@ def _segment_slices(r: Range, start: int, end: int, max_bytes: int) -> List[Slic
 
 def _choose_cuts(sp: int, ep: int, cuts: np.ndarray, max_bytes: int) -> List[int]:
     """Greedy: cut at the last index position that keeps each piece within ``max_bytes``."""
+    cuts = np.asarray(cuts, dtype=np.int64)
     chosen: List[int] = []
     here = sp
-    cuts = cuts.tolist() if hasattr(cuts, "tolist") else list(cuts)
-    i = 0
-    while ep - here > max_bytes and i < len(cuts):
-        j = i
-        while j < len(cuts) and cuts[j] - here <= max_bytes:
-            j += 1
-        pick = cuts[j - 1] if j > i else cuts[i]   # a batch bigger than max_bytes sits alone
+    while ep - here > max_bytes:
+        j = int(np.searchsorted(cuts, here + max_bytes, side="right"))
+        k = int(np.searchsorted(cuts, here, side="right"))
+        if k >= len(cuts):
+            break
+        pick = int(cuts[j - 1]) if j > k else int(cuts[k])   # a batch bigger than max_bytes sits alone
         chosen.append(pick)
         here = pick
-        i = max(j, i + 1)
     return chosen
 
 
