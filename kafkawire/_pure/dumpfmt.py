@@ -6,9 +6,10 @@ each line ending in ``\\n``.  ``mode`` is a combination of
 ``kafkawire._dumpfmt_common.PRINT`` (``--print-data-log``: `` key: …`` and
 `` payload: …`` after the metadata), ``JSON`` and ``SHALLOW`` (batch lines only:
 records are still decoded and checked, as ``isvalid`` needs, but not rendered, and
-no gaps are reported).  Offsets that do not
-follow the previous record's (``prev_offset``, -1 for none) are reported as
-``gaps``: a list of ``(previous, current)`` pairs.
+no gaps are reported).  Offsets that do not follow the previous record's
+(``prev_offset``, -1 for none) are reported as ``gaps``: a list of
+``(previous, current)`` pairs.  Every read is bounded by the buffer, the batch
+and the record lengths.
 
 ``dump_batches(buf, start, end, mode, base_position, prev_offset, max_output) -> (out, stop, prev_offset, status, gaps)``
     Render the batches of ``buf[start:end]`` (a ``.log`` file's bytes), each
@@ -23,8 +24,8 @@ follow the previous record's (``prev_offset``, -1 for none) are reported as
     ``buf``.  Stops at the first other batch (``status`` ``GENERAL``,
     ``stop`` its position: the caller handles it, and whatever follows, its
     own way), at ``end`` (``OK``), or once ``out`` holds at least
-    ``max_output`` bytes (``FULL``, after at least one whole batch).  Never raises for
-    malformed input: that is the general path's to report.
+    ``max_output`` bytes (``FULL``, after at least one whole batch).  Never
+    raises for malformed input: that is the general path's to report.
 
 ``dump_records(buf, start, end, count, base_offset, last_offset, base_timestamp, max_timestamp, timestamp_type, base_sequence, mode, prev_offset) -> (out | None, prev_offset, gaps)``
     Render the record lines of one v2 batch whose records region (after the
