@@ -258,8 +258,8 @@ _SLOW = _Slow()
 
 #: Zigzag values of varints: index b (< 128) for a one-byte varint b, and
 #: b + (c << 7) (>= 128) for a two-byte varint b, c (b >= 128 > c).
-_ZZ = tuple([(u >> 1) ^ -(u & 1) for u in range(128)]
-            + [(u >> 1) ^ -(u & 1) for u in range(1 << 14)])
+_ZZ = tuple(chain(*(chain.from_iterable(zip(range(k), range(-1, -k - 1, -1)))
+                    for k in (64, 1 << 13))))  # zigzag u -> 0, -1, 1, -2, ...
 
 
 def _decode_v2(view, start, end, count, base_offset, base_timestamp, max_timestamp,
