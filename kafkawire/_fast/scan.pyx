@@ -194,6 +194,18 @@ cdef extern from "Python.h":
 cdef tuple _NO_ARGS = ()
 
 _ACYCLIC = {bytes, int, type(None), str, float, bool}
+
+cdef extern from "Python.h":
+    object PyObject_GenericGetAttr(object o, object name)
+
+cdef object _N_BASE_OFFSET = "base_offset"
+cdef object _N_LAST_OFFSET = "last_offset"
+cdef object _N_MAX_TIMESTAMP = "max_timestamp"
+cdef object _N_FIRST_TIMESTAMP = "first_timestamp"
+cdef object _N_PRODUCER_ID = "producer_id"
+cdef object _N_RECORD_COUNT = "record_count"
+cdef object _N_ATTRIBUTES = "attributes"
+cdef object _N_COMPRESSION = "compression"
 _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
@@ -234,6 +246,29 @@ cdef class BatchHeader:
     cdef public int producer_epoch
     cdef public int32_t base_sequence
     cdef public int32_t record_count
+
+    def __getattribute__(self, name):
+        # The header fields are what batch loops read most: answer them before the
+        # generic lookup (type MRO cache, then a descriptor call); anything else,
+        # including the front end's properties, goes the generic way.
+        if name is _N_BASE_OFFSET:
+            return self.base_offset
+        if name is _N_LAST_OFFSET:
+            return self.last_offset
+        if name is _N_MAX_TIMESTAMP:
+            return self.max_timestamp
+        if name is _N_COMPRESSION:
+            if self.attributes & 7 < 5:
+                return _CODEC_NAMES[self.attributes & 7]
+        elif name is _N_FIRST_TIMESTAMP:
+            return self.first_timestamp
+        elif name is _N_PRODUCER_ID:
+            return self.producer_id
+        elif name is _N_RECORD_COUNT:
+            return self.record_count
+        elif name is _N_ATTRIBUTES:
+            return self.attributes
+        return PyObject_GenericGetAttr(self, name)
 
     def __iter__(self):
         """The batch's records, one ``Record`` per step (decompressed first if needed).
