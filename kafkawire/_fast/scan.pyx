@@ -206,7 +206,7 @@ cdef object _N_PRODUCER_ID = "producer_id"
 cdef object _N_RECORD_COUNT = "record_count"
 cdef object _N_ATTRIBUTES = "attributes"
 cdef object _N_COMPRESSION = "compression"
-_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+cdef tuple _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 ctypedef object (*iter_v2_fn)(object, Py_ssize_t, Py_ssize_t, Py_ssize_t, int64_t, int64_t,
