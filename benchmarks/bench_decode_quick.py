@@ -46,13 +46,27 @@ def build(n, key_size, value_size, nheaders):
 CLOCK = time.perf_counter
 
 
-def timeit(fn, repeat):
-    """Best of ``repeat`` runs (``--cpu``: process CPU time, steadier on a busy machine)."""
-    best = float("inf")
-    for _ in range(repeat):
+def timeit(fn, repeat, min_sample=0.05, min_total=0.3):
+    """Best per-call time over at least ``repeat`` samples and ``min_total`` seconds.
+
+    A sample repeats ``fn`` until it lasts ``min_sample`` (a header-only pass
+    takes a few ms: timed alone it is mostly noise).  ``--cpu``: process CPU
+    time, steadier on a busy machine.
+    """
+    t = CLOCK()
+    fn()
+    first = CLOCK() - t
+    calls = max(1, int(min_sample / max(first, 1e-6)))
+    best = first if calls == 1 else float("inf")
+    spent, samples = first, (1 if calls == 1 else 0)
+    while samples < repeat or spent < min_total:
         t = CLOCK()
-        fn()
-        best = min(best, CLOCK() - t)
+        for _ in range(calls):
+            fn()
+        dt = CLOCK() - t
+        spent += dt
+        best = min(best, dt / calls)
+        samples += 1
     return best
 
 
