@@ -74,3 +74,35 @@ def test_records_list_after_partial_iteration():
     got = [first, second] + rest
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in got] == \
         [_expected(i) + ([],) for i in range(50)]
+
+
+def test_kept_ints_and_bytes_keep_their_values_and_hashes():
+    data = _batch(n=200)
+    offsets, stamps, hashes = [], [], []
+    for b in kafkawire.iter_batches(data):
+        for i, r in enumerate(b):
+            if i % 2:
+                offsets.append(r.offset)      # held: must never change
+                stamps.append(r.timestamp)
+            # hashed then dropped: the next value must not inherit the cached hash
+            hashes.append(hash(r.value) == hash(b"value-%d" % i) and r.value == b"value-%d" % i)
+            assert r.offset == 100 + i and r.timestamp == 1_000 + i
+    assert all(hashes)
+    assert offsets == [100 + i for i in range(1, 200, 2)]
+    assert stamps == [1_000 + i for i in range(1, 200, 2)]
+    d = {}
+    for b in kafkawire.iter_batches(data):
+        for r in b:
+            d[r.value] = r.offset
+    assert d == {b"value-%d" % i: 100 + i for i in range(200)}
+
+
+def test_shared_timestamps_stay_right():
+    b = BatchBuilder(2, "none")
+    for i in range(30):
+        b.append(b"v%02d" % i, timestamp=5_000_000 + i // 4)
+    got = []
+    for batch in kafkawire.iter_batches(b.build()):
+        for r in batch:
+            got.append(r.timestamp)
+    assert got == [5_000_000 + i // 4 for i in range(30)]

@@ -46,6 +46,7 @@ cdef extern from *:
         int32_t length;
         int err = 0;
         const unsigned char *rend;
+        r->key = r->value = NULL;
         p = kw_varint32(p, pend, &length, &err);
         if (!p || length < 6 || length > pend - p) return 0;
         rend = p + length;
@@ -68,6 +69,68 @@ cdef extern from *:
         r->end = rend;
         return 1;
     }
+
+    /* Field stores for a record nothing but its iterator holds (so nothing can see
+       its old field values either): an old int or bytes value that is likewise
+       held by nothing else and has the new value's size is rewritten in place,
+       which spares a free and an allocation per field.  Ints only above the
+       small-int cache and bytes of two bytes or more (the interpreter shares
+       smaller ones); CPython's int layout is used only where known (< 3.12). */
+    #if PY_VERSION_HEX < 0x030B0000
+    #include <longintrepr.h>
+    #endif
+    static inline int kw_store_int(PyObject **slot, int64_t v) {
+        PyObject *old = *slot;
+    #if PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION)
+        if (v > 256 && old != NULL && Py_REFCNT(old) == 1 && PyLong_CheckExact(old)) {
+            uint64_t u = (uint64_t)v, t = u;
+            Py_ssize_t need = 0, i;
+            while (t) { need++; t >>= PyLong_SHIFT; }
+            if (Py_SIZE(old) == need) {
+                for (i = 0; i < need; i++) {
+                    ((PyLongObject *)old)->ob_digit[i] = (digit)(u & PyLong_MASK);
+                    u >>= PyLong_SHIFT;
+                }
+                return 0;
+            }
+        }
+    #endif
+        PyObject *nw = PyLong_FromLongLong(v);
+        if (nw == NULL) return -1;
+        *slot = nw;
+        Py_XDECREF(old);
+        return 0;
+    }
+
+    static inline int kw_store_bytes(PyObject **slot, const unsigned char *p, Py_ssize_t n) {
+        PyObject *old = *slot;
+        PyObject *nw;
+    #if PY_VERSION_HEX < 0x030E0000 && !defined(PYPY_VERSION)
+        if (n > 1 && old != NULL && Py_REFCNT(old) == 1 && PyBytes_CheckExact(old)
+                && PyBytes_GET_SIZE(old) == n) {
+            memcpy(PyBytes_AS_STRING(old), p, (size_t)n);
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic push
+    #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    #endif
+            ((PyBytesObject *)old)->ob_shash = -1;   /* forget a cached hash */
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic pop
+    #endif
+            return 0;
+        }
+    #endif
+        if (n < 0) {
+            Py_INCREF(Py_None);
+            nw = Py_None;
+        } else {
+            nw = PyBytes_FromStringAndSize((const char *)p, n);
+            if (nw == NULL) return -1;
+        }
+        *slot = nw;
+        Py_XDECREF(old);
+        return 0;
+    }
     """
     ctypedef struct kw_rec_t:
         const unsigned char *key
@@ -76,6 +139,8 @@ cdef extern from *:
         int32_t klen, vlen, off_delta
         int64_t ts_delta
     int kw_rec_plain(const unsigned char *p, const unsigned char *pend, kw_rec_t *r) nogil
+    int kw_store_int(PyObject **slot, int64_t v) except -1
+    int kw_store_bytes(PyObject **slot, const unsigned char *p, Py_ssize_t n) except -1
 
 
 cdef str CREATE_TIME = "CreateTime"
@@ -319,8 +384,39 @@ cdef class RecordIterator:
         """Decode the record at self.p (the caller checked remaining > 0)."""
         cdef kw_rec_t rec
         cdef int64_t ts, offset
+        cdef PyObject *o
+        cdef PyObject *h
+        cdef char *f
         if not kw_rec_plain(self.p, self.pend, &rec):
             return self._next_checked()
+        o = <PyObject *>(self.spare1 if self.flip else self.spare0)
+        if Py_REFCNT(o) == 1:
+            # the spare _emit would reuse: fill it here, rewriting old values in place
+            self.flip = not self.flip
+            self.p = rec.end
+            f = <char *>o
+            kw_store_bytes(<PyObject **>(f + _F_KEY), rec.key, rec.klen)
+            kw_store_bytes(<PyObject **>(f + _F_VALUE), rec.value, rec.vlen)
+            kw_store_int(<PyObject **>(f + _F_OFFSET), self.base_offset + rec.off_delta)
+            if not self.lat:
+                ts = self.base_timestamp + rec.ts_delta
+                if self.last_ts is None or ts != self.last_ts_value:
+                    # the record's own int (rewritten in place when possible) becomes the
+                    # shared one for the following records with this timestamp
+                    self.last_ts = None
+                    kw_store_int(<PyObject **>(f + _F_TIMESTAMP), ts)
+                    self.last_ts = <object>(<PyObject **>(f + _F_TIMESTAMP))[0]
+                    self.last_ts_value = ts
+                else:
+                    _put(o, _F_TIMESTAMP, self.last_ts)
+            else:
+                _put(o, _F_TIMESTAMP, self.last_ts)
+            _put(o, _F_TSTYPE, self.ts_name)
+            h = (<PyObject **>(f + _F_HEADERS))[0]
+            if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
+                    and Py_REFCNT(h) == 1):
+                _put(o, _F_HEADERS, PyList_New(0))
+            return <Record>o
         key = _mk_bytes(rec.key, rec.klen) if rec.klen >= 0 else None
         value = _mk_bytes(rec.value, rec.vlen) if rec.vlen >= 0 else None
         offset = self.base_offset + rec.off_delta
