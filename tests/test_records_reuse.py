@@ -106,3 +106,23 @@ def test_shared_timestamps_stay_right():
         for r in batch:
             got.append(r.timestamp)
     assert got == [5_000_000 + i // 4 for i in range(30)]
+
+
+def test_kept_header_lists_and_pairs_never_change():
+    b = BatchBuilder(2, "none")
+    for i in range(60):
+        b.append(b"v%03d" % i, headers=[("a", b"%03d" % i), ("b", None if i % 2 else b"x%03d" % i)])
+    pairs, lists, seen = [], [], []
+    for batch in kafkawire.iter_batches(b.build()):
+        for i, r in enumerate(batch):
+            seen.append(list(r.headers))
+            if i % 3 == 0:
+                pairs.append((i, r.headers[0]))
+            elif i % 3 == 1:
+                lists.append((i, r.headers))
+            elif i % 5 == 0:
+                r.headers[1] = ("mine", b"!")
+    want = [[("a", b"%03d" % i), ("b", None if i % 2 else b"x%03d" % i)] for i in range(60)]
+    assert seen == want
+    assert all(p == ("a", b"%03d" % i) for i, p in pairs)
+    assert all(h == want[i] for i, h in lists)

@@ -284,6 +284,22 @@ cdef extern from "Python.h":
     void Py_XDECREF_RAW "Py_XDECREF" (PyObject *o)
 
 
+cdef extern from "Python.h":
+    bint PyTuple_CheckExact(PyObject *o)
+    Py_ssize_t PyTuple_GET_SIZE_RAW "PyTuple_GET_SIZE" (PyObject *o)
+    PyObject *PyList_GET_ITEM_RAW "PyList_GET_ITEM" (PyObject *o, Py_ssize_t i)
+    PyObject **PySequence_Fast_ITEMS_RAW "PySequence_Fast_ITEMS" (PyObject *o)
+
+
+cdef inline void _tuple_put(PyObject *t, Py_ssize_t i, object value) noexcept:
+    """Replace item ``i`` of a tuple that only the caller holds (as zip() refills its result)."""
+    cdef PyObject **items = PySequence_Fast_ITEMS_RAW(t)
+    cdef PyObject *old = items[i]
+    Py_INCREF(value)
+    items[i] = <PyObject *>value
+    Py_XDECREF_RAW(old)
+
+
 cdef inline void _put(PyObject *rec, Py_ssize_t off, object value) noexcept:
     """Store ``value`` in a field of a reused Record; the old value (or NULL) is released."""
     cdef PyObject **slot = <PyObject **>((<char *>rec) + off)
@@ -478,6 +494,12 @@ cdef class RecordIterator:
         cdef Py_ssize_t h
         cdef list headers
         cdef object key, value, hkey, hval, tup
+        cdef const unsigned char *kptr = NULL
+        cdef const unsigned char *vptr = NULL
+        cdef PyObject *o
+        cdef PyObject *oh
+        cdef PyObject *t
+        cdef char *f
         q = kw_varint32(p, pend, &length, &err)
         if q == NULL:
             self._fail(_varint_error(err, p - base, None))
@@ -506,10 +528,10 @@ cdef class RecordIterator:
             if klen > rend - p:
                 self._fail(_corrupt("key runs past the end of the record", p - base,
                                     self.base_offset + off_delta, "truncated"))
-            key = _mk_bytes(p, klen)
+            kptr = p
             p += klen
         elif klen == -1:
-            key = None
+            kptr = NULL
         else:
             self._fail(_corrupt(f"invalid key length {klen}", p - base,
                                 self.base_offset + off_delta, "length"))
@@ -521,10 +543,10 @@ cdef class RecordIterator:
             if vlen > rend - p:
                 self._fail(_corrupt("value runs past the end of the record", p - base,
                                     self.base_offset + off_delta, "truncated"))
-            value = _mk_bytes(p, vlen)
+            vptr = p
             p += vlen
         elif vlen == -1:
-            value = None
+            vptr = NULL
         else:
             self._fail(_corrupt(f"invalid value length {vlen}", p - base,
                                 self.base_offset + off_delta, "length"))
@@ -533,11 +555,24 @@ cdef class RecordIterator:
             self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
         p = q
         headers = None
+        oh = NULL
         if nh != 0:
             if nh < 0 or nh > rend - p:
                 self._fail(_corrupt(f"invalid header count {nh}", p - base,
                                     self.base_offset + off_delta, "length"))
-            headers = PyList_New(nh)
+            # the headers list of the spare record that will be reused, when nothing
+            # else holds it and it has as many entries: refilled in place
+            oh = NULL
+            o = <PyObject *>(self.spare1 if self.flip else self.spare0)
+            if Py_REFCNT(o) == 1:
+                oh = (<PyObject **>((<char *>o) + _F_HEADERS))[0]
+                if not (oh != NULL and PyList_CheckExact(oh) and Py_REFCNT(oh) == 1
+                        and PyList_GET_SIZE_RAW(oh) == nh):
+                    oh = NULL
+            if oh != NULL:
+                headers = <list>oh
+            else:
+                headers = PyList_New(nh)
             if self.hcache is None:
                 self.hcache = [None] * HCACHE
                 self.hvcache = [None] * HCACHE
@@ -588,6 +623,17 @@ cdef class RecordIterator:
                 else:
                     self._fail(_corrupt(f"invalid header value length {hvlen}", p - base,
                                         self.base_offset + off_delta, "length"))
+                if oh != NULL:
+                    t = PyList_GET_ITEM_RAW(oh, h)
+                    if PyTuple_CheckExact(t) and Py_REFCNT(t) == 1 and PyTuple_GET_SIZE_RAW(t) == 2:
+                        _tuple_put(t, 0, hkey)      # a pair only this list holds
+                        _tuple_put(t, 1, hval)
+                        continue
+                    tup = (hkey, hval)
+                    Py_INCREF(tup)
+                    PyList_SET_ITEM(headers, h, tup)
+                    Py_XDECREF_RAW(t)
+                    continue
                 tup = (hkey, hval)
                 Py_INCREF(tup)
                 PyList_SET_ITEM(headers, h, tup)
@@ -601,6 +647,24 @@ cdef class RecordIterator:
             if self.last_ts is None or ts != self.last_ts_value:
                 self.last_ts = ts
                 self.last_ts_value = ts
+        o = <PyObject *>(self.spare1 if self.flip else self.spare0)
+        if Py_REFCNT(o) == 1:   # the spare _emit would reuse: rewrite old values in place
+            self.flip = not self.flip
+            f = <char *>o
+            kw_store_bytes(<PyObject **>(f + _F_KEY), kptr, klen)
+            kw_store_bytes(<PyObject **>(f + _F_VALUE), vptr, vlen)
+            kw_store_int(<PyObject **>(f + _F_OFFSET), self.base_offset + off_delta)
+            _put(o, _F_TIMESTAMP, self.last_ts)
+            _put(o, _F_TSTYPE, self.ts_name)
+            if headers is not None:
+                _put(o, _F_HEADERS, headers)
+            else:
+                _put(o, _F_HEADERS, PyList_New(0))
+            return <Record>o
+        key = None if kptr == NULL else _mk_bytes(kptr, klen)
+        value = None if vptr == NULL else _mk_bytes(vptr, vlen)
+        if headers is not None and <PyObject *>headers == oh:
+            headers = list(headers)    # (only if a callback re-entered us) never share it
         return self._emit(key, value, self.base_offset + off_delta, headers)
 
     def __iter__(self):
