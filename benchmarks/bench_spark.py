@@ -213,14 +213,18 @@ def main() -> int:
         size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(logs) for f in fs if f.endswith(".log"))
         print(f"data: {n} records, {a.partitions} partitions, {size / 1e6:.1f} MB of .log "
               f"(written in {time.time() - t:.1f}s)", flush=True)
+        import kafkawire
+        from kafkawire import _kernels
+        # The Python workers inherit this: one that cannot load the compiled kernels (say, a
+        # rebuild in a dev tree at that moment) fails instead of timing the pure-Python twins.
+        os.environ["KAFKAWIRE_BACKEND"] = _kernels.backend
         from kafkawire.spark.session import make_session
         spark = make_session(a.master, "kafkawire-bench")
         par = spark.sparkContext.defaultParallelism
         spark.dataSource.register(baseline_source())
         spark.dataSource.register(ceiling_source(logs, n, par))
-        import kafkawire
         print(f"spark {spark.version}, master {a.master} (parallelism {par}), kafkawire backend "
-              f"{kafkawire.backend}", flush=True)
+              f"{kafkawire.backend} (workers: KAFKAWIRE_BACKEND={os.environ['KAFKAWIRE_BACKEND']})", flush=True)
         local = a.master.startswith("local")
         meter = CpuMeter(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()) if local else None
         frames = {
