@@ -329,12 +329,13 @@ def worker_main(peer: str, path: str, limit: int, crc_limit: int, repeat: int) -
         res["decode"], nrec = _best(decode, repeat, 0.3)
         if nrec:
             res["records"] = nrec
+    # passes of a few ms: more samples, so the best one is from a quiet moment
     if header is not None:
-        res["header"], _ = _best(header, repeat, 0.3)
+        res["header"], _ = _best(header, repeat, 1.0)
     if crc_fn is not None:
-        res["crc"], _ = _best(crc_fn, repeat, 0.3)
+        res["crc"], _ = _best(crc_fn, repeat, 1.0)
     if stage is not None and len(data) > 22 and data[22] & 7:
-        res["stage"], _ = _best(stage, repeat, 0.3)
+        res["stage"], _ = _best(stage, repeat, 1.0)
     print(json.dumps(res))
 
 
