@@ -118,9 +118,25 @@ def _check_crcs(buf, s: Slice) -> None:
                                  reason="crc", path=s.path)
 
 
+_warned_pure = False
+
+
+def _warn_if_pure() -> None:
+    """Say so (once per worker) when the compiled kernels did not load: decoding is ~50x slower."""
+    global _warned_pure
+    from kafkawire import _kernels
+    if not _warned_pure and _kernels.backend == "pure" and _kernels.fast_error is not None:
+        _warned_pure = True
+        import warnings
+        warnings.warn(f"kafkawire: this Spark worker decodes with the pure-Python kernels "
+                      f"({_kernels.fast_error}); install kafkawire with its compiled extensions on "
+                      "the workers, or set KAFKAWIRE_BACKEND=fast to make this an error")
+
+
 def read_task(task: Task, st: ReadSettings) -> Iterator:
     """Every slice of a task, small batches coalesced to at least ``MIN_BATCH_ROWS`` rows."""
     import pyarrow as pa
+    _warn_if_pure()
     pending: List = []
     rows = 0
     for s in task.slices:
