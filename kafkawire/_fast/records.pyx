@@ -3,9 +3,11 @@
 
 The contracts of ``Record``, ``decode_records_v2``, ``decode_legacy_messages``
 and ``encode_records_v2`` are in ``kafkawire/_pure/records.py``'s docstring.
-One pass over the buffer with a C pointer; records are built with ``tp_new``
-and direct field stores, keys/values with ``PyBytes_FromStringAndSize``; a
-record's headers list is created only when it has headers or is asked for.
+One pass over the buffer with a C pointer.  A record without headers is parsed
+by one small C function (``kw_rec_plain``); the checked decoder
+(``_next_checked``) handles headers and raises the exact error for damage.
+Iterating reuses a record the caller dropped (see ``RecordIterator.spare0``),
+rewriting in place the old field values nothing else holds.
 """
 cimport cython
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
