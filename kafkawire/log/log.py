@@ -241,19 +241,20 @@ class Log:
         rng = self._resolve(start_offset, end_offset, start_timestamp, end_timestamp)
         if rng is None:
             return iter(())
-        # Whole batches decode to lists that a C-level chain flattens: no Python frame per record.
-        return itertools.chain.from_iterable(self._record_lists(rng[0], rng[1], isolation,
-                                                                include_control, verify_crc))
+        # A C-level chain flattens the batches (each decodes lazily as it is iterated):
+        # no Python frame per record.
+        return itertools.chain.from_iterable(self._record_iterables(rng[0], rng[1], isolation,
+                                                                    include_control, verify_crc))
 
-    def _record_lists(self, s, e, isolation: str, include_control: bool, verify_crc: bool):
+    def _record_iterables(self, s, e, isolation: str, include_control: bool, verify_crc: bool):
         for batch in self.batches(s, None if e == _INF else e, isolation=isolation,
                                   verify_crc=verify_crc):
             if batch.is_control and not include_control:
                 continue
-            recs = batch.records()
             if batch.base_offset < s or batch.last_offset >= e:
-                recs = [r for r in recs if s <= r.offset < e]
-            yield recs
+                yield [r for r in batch if s <= r.offset < e]
+            else:
+                yield batch
 
     def column_chunks(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
                       start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None,
