@@ -96,8 +96,8 @@ def kw_crc(data):
         pass
 
 
-def aio_decode(data):
-    from aiokafka.record.memory_records import MemoryRecords
+def _memory_records_decode(MemoryRecords, data):
+    """Full decode through aiokafka's or kafka-python's MemoryRecords (they share that API)."""
     mr = MemoryRecords(data)
     n = 0
     while True:
@@ -108,20 +108,16 @@ def aio_decode(data):
             r.offset, r.timestamp, r.key, r.value, r.headers
             n += 1
     return n
+
+
+def aio_decode(data):
+    from aiokafka.record.memory_records import MemoryRecords
+    return _memory_records_decode(MemoryRecords, data)
 
 
 def kp_decode(data):
     from kafka.record.memory_records import MemoryRecords
-    mr = MemoryRecords(data)
-    n = 0
-    while True:
-        batch = mr.next_batch()
-        if batch is None:
-            break
-        for r in batch:
-            r.offset, r.timestamp, r.key, r.value, r.headers
-            n += 1
-    return n
+    return _memory_records_decode(MemoryRecords, data)
 
 
 def aio_headers(data):
