@@ -16,7 +16,9 @@ kafkawire fast; kafkawire pure (``KAFKAWIRE_BACKEND=pure``); aiokafka's Cython c
 (asserted in use); aiokafka pure (``AIOKAFKA_NO_EXTENSIONS=1``); kafka-python; Kafka's
 Java reader (``FileRecords`` after JIT warm-up, javac'd against kafka-clients 3.9.1);
 and the codec library alone decompressing the same payloads (the bar for compressed
-workloads).  Slow pure-Python peers run on a prefix of each file (said in the table);
+workloads).  The fast worker also times the full-decode loop over records already
+decoded (no decoder at all), which bounds what any reader that decompresses and then
+hands out records can reach against the codec alone.  Slow pure-Python peers run on a prefix of each file (said in the table);
 rates are per record/byte so they stay comparable.
 """
 from __future__ import annotations
@@ -189,7 +191,24 @@ def _worker_kafkawire(data, repeat):
             b.records_bytes()
         return 0
 
-    return header, decode, crc, stage
+    # decode()'s loop with no decoding at all: the first batch's records, already
+    # decoded and hot in cache, walked once per batch of the file.  No decoder can
+    # hand over records faster than this loop takes them, so codec time + this time
+    # bounds what any full decode of a compressed workload can reach.
+    batches = list(iter_batches(data))
+    first = batches[0].records()
+    lists = [first] * sum(1 for b in batches if b.record_count)
+    del batches
+
+    def loop():
+        n = 0
+        for recs in lists:
+            for r in recs:
+                r.offset, r.timestamp, r.key, r.value, r.headers
+                n += 1
+        return n
+
+    return header, decode, crc, stage, loop
 
 
 def _worker_aiokafka(data, repeat, expect_cython):
@@ -301,16 +320,53 @@ def _worker_codec(data, repeat):
     return None, decode, None
 
 
+def _paired_header(data, repeat: int, min_time: float = 1.0, min_sample: float = 0.05):
+    """Header-only passes of kafkawire fast and aiokafka's Cython, alternating in this process.
+
+    Both walk the same buffer, so both see the same memory placement: from one
+    process to the next the header pass of either peer moves by up to ±40%
+    (where the buffer's pages land), which swamps the difference between the
+    peers when each runs in its own process.  Returns the best per-call CPU time
+    of each.
+    """
+    loops = {"fast": _worker_kafkawire(data, repeat)[0],
+             "aiokafka": _worker_aiokafka(data, repeat, True)[0]}
+    calls = {}
+    for name, fn in loops.items():
+        fn()
+        t = time.process_time()
+        fn()
+        calls[name] = max(1, int(min_sample / max(time.process_time() - t, 1e-6)))
+    best = {name: float("inf") for name in loops}
+    spent = 0.0
+    samples = 0
+    while samples < repeat or spent < 2 * min_time:
+        for name, fn in loops.items():
+            t = time.process_time()
+            for _ in range(calls[name]):
+                fn()
+            dt = time.process_time() - t
+            spent += dt
+            best[name] = min(best[name], dt / calls[name])
+        samples += 1
+    return best
+
+
 def worker_main(peer: str, path: str, limit: int, crc_limit: int, repeat: int) -> None:
     data = Path(path).read_bytes()
+    if peer == "pair":
+        from kafkawire import _kernels
+        assert _kernels.backend == "fast", _kernels.backend
+        print(json.dumps(_paired_header(data, repeat)))
+        return
     crc_data = data[:crc_limit]
     data = data[:limit]
-    stage = None
+    stage = loop = None
     if peer in ("fast", "pure"):
         from kafkawire import _kernels
         assert _kernels.backend == peer, (_kernels.backend, peer)
         fns = _worker_kafkawire(data, repeat)
-        stage = fns[3]
+        stage, loop = fns[3], fns[4]
         fns = fns[:3]
         crc_fn = _worker_kafkawire(crc_data, repeat)[2]
     elif peer in ("aiokafka", "aiokafka-pure"):
@@ -336,6 +392,10 @@ def worker_main(peer: str, path: str, limit: int, crc_limit: int, repeat: int) -
         res["crc"], _ = _best(crc_fn, repeat, 1.0)
     if stage is not None and len(data) > 22 and data[22] & 7:
         res["stage"], _ = _best(stage, repeat, 1.0)
+    if loop is not None and peer == "fast":
+        # per record, then scaled to the workload's record count like the other passes
+        t, nloop = _best(loop, repeat, 0.3)
+        res["loop_per_record"] = t / max(nloop, 1)
     print(json.dumps(res))
 
 
@@ -345,7 +405,7 @@ def run_worker(peer, path, limit, crc_limit, repeat):
     env.pop("AIOKAFKA_NO_EXTENSIONS", None)
     if peer == "pure":
         env["KAFKAWIRE_BACKEND"] = "pure"
-    elif peer == "fast":
+    elif peer in ("fast", "pair"):
         env["KAFKAWIRE_BACKEND"] = "fast"
     elif peer == "aiokafka-pure":
         env["AIOKAFKA_NO_EXTENSIONS"] = "1"
@@ -443,19 +503,46 @@ def main() -> None:
             res = run_worker(peer, files[n], limit, crc_limit, 2 if peer in SLOW_SHARE else repeat)
             prev = results[n].get(peer)
             if prev is not None and "error" not in prev and "error" not in res:
-                for key in ("decode", "header", "crc", "stage"):
+                for key in ("decode", "header", "crc", "stage", "loop_per_record"):
                     if key in prev and key in res:
                         res[key] = min(prev[key], res[key])
             results[n][peer] = res
             results[n][peer]["share"] = limit / len(data)
             results[n][peer]["crc_share"] = crc_limit / len(data)
+        if "fast" in peers and "aiokafka" in peers:
+            pairs = []
+            for _ in range(max(3, args.rounds)):
+                print(f"  {n} header-only, kafkawire fast and aiokafka in one process ...",
+                      file=sys.stderr)
+                res = run_worker("pair", files[n], len(data), len(data), repeat)
+                if "error" not in res:
+                    pairs.append(res["aiokafka"] / res["fast"])
+            if pairs:
+                results[n]["paired_header"] = sorted(pairs)
         # records in a prefix: scale by bytes (batches are uniform)
         total = WORKLOADS[n][0] * (0.1 if args.quick else 1.0)
         for peer, r in results[n].items():
-            r.setdefault("records", total * r.get("share", 1.0))
+            if isinstance(r, dict):
+                r.setdefault("records", total * r.get("share", 1.0))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     print_tables(results, names, peers, java_note, args.quick)
+
+
+def _median(xs):
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def _ceiling(res):
+    """codec / (codec + loop) per record: the most a decompress-then-decode reader can reach."""
+    codec = _rate(res.get("codec"), "decode")
+    loop_t = (res.get("fast") or {}).get("loop_per_record")
+    if codec is None or loop_t is None:
+        return None
+    t_codec = 1.0 / codec[0]
+    return t_codec / (t_codec + loop_t)
 
 
 def _rate(r, kind):
@@ -498,6 +585,21 @@ def print_tables(results, names, peers, java_note, quick):
                 cells.append(cell)
             print(f"| {n} {WORKLOADS[n][4]} | " + " | ".join(cells) + " |")
         print()
+    paired = [n for n in names if results[n].get("paired_header")]
+    if paired:
+        print("#### Header-only, kafkawire fast and aiokafka Cython in one process\n")
+        print("Both peers' header-only loops alternate in one process over the same buffer "
+              "(each sample ≥ 50 ms, ≥ 2 s in all), in several processes; ratio = "
+              "kafkawire fast ÷ aiokafka per process. The tables above run each peer in its "
+              "own process, where the buffer's memory placement alone moves a header pass "
+              "by up to ±40%.\n")
+        print("| workload | median ratio | per process |")
+        print("|---|---|---|")
+        for n in paired:
+            rs = results[n]["paired_header"]
+            print(f"| {n} {WORKLOADS[n][4]} | ×{_median(rs):.2f} | "
+                  + ", ".join(f"×{r:.2f}" for r in rs) + " |")
+        print()
     compressed = [n for n in names if WORKLOADS[n][4] != "none"]
     if compressed and any(_rate(results[n].get("codec"), "decode") for n in compressed):
         print("#### Decompression stage (compressed workloads)\n")
@@ -505,9 +607,13 @@ def print_tables(results, names, peers, java_note, quick):
               "through `iter_batches`), against the codec library alone decompressing the "
               "same payloads; MB/s of the file's bytes.\n")
         cols = [p for p in ("fast", "pure") if p in peers]
+        print("The last column bounds any decoder that decompresses and then hands records "
+              "to the benchmark's loop: codec time / (codec time + the loop's own time over "
+              "records already decoded and hot in cache).\n")
         print("| workload | " + " | ".join(LABELS[p] + " stage" for p in cols)
-              + " | codec library alone | fast stage / codec | fast full decode / codec |")
-        print("|---|" + "---|" * (len(cols) + 3))
+              + " | codec library alone | fast stage / codec | fast full decode / codec"
+              " | loop alone | ceiling: codec / (codec + loop) |")
+        print("|---|" + "---|" * (len(cols) + 5))
         for n in compressed:
             codec = _rate(results[n].get("codec"), "decode")
             cells = []
@@ -519,6 +625,10 @@ def print_tables(results, names, peers, java_note, quick):
             cells.append("–" if codec is None else f"{codec[1]:,.0f}MB/s")
             for r in (fast_stage, fast_dec):
                 cells.append("–" if r is None or codec is None else f"{r[0] / codec[0]:.0%}")
+            ceiling = _ceiling(results[n])
+            loop_t = (results[n].get("fast") or {}).get("loop_per_record")
+            cells.append("–" if loop_t is None else f"{1e-6 / loop_t:.1f}M/s")
+            cells.append("–" if ceiling is None else f"{ceiling:.0%}")
             print(f"| {n} {WORKLOADS[n][4]} | " + " | ".join(cells) + " |")
         print()
     print("[x%] = the pure-Python peer ran on that prefix of the file (too slow for all of it).")
@@ -538,7 +648,13 @@ def print_tables(results, names, peers, java_note, quick):
         r = _rate(results["W1"].get("fast"), "crc")
         checks.append(("W1 CRC validation ≥ 10 GB/s (value in GB/s)", r and r[1] / 1000, 10.0))
     for n in names:
-        checks.append((f"{n} header-only fast ≥ aiokafka Cython", ratio(n, "header", "fast", "aiokafka"), 1.0))
+        rs = results.get(n, {}).get("paired_header")
+        if rs:
+            checks.append((f"{n} header-only fast ≥ aiokafka Cython (one process, median)",
+                           _median(rs), 1.0))
+        else:
+            checks.append((f"{n} header-only fast ≥ aiokafka Cython",
+                           ratio(n, "header", "fast", "aiokafka"), 1.0))
     for n in names:
         if WORKLOADS[n][4] != "none":
             rs = _rate(results[n].get("fast"), "stage")
@@ -547,6 +663,8 @@ def print_tables(results, names, peers, java_note, quick):
                            None if rs is None or rc is None else rs[0] / rc[0], 0.7))
             checks.append((f"{n} {WORKLOADS[n][4]} full decode into records ≥ 70% of codec alone",
                            ratio(n, "decode", "fast", "codec"), 0.7))
+            checks.append((f"{n} {WORKLOADS[n][4]} … the most any decoder could reach in this loop",
+                           _ceiling(results[n]), 0.7))
     for n in names:
         checks.append((f"{n} pure decode ≥ kafka-python", ratio(n, "decode", "pure", "kafka-python"), 1.0))
     print("| bar | measured | met |")
