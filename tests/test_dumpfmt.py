@@ -133,6 +133,46 @@ def test_formatter_chunks_many_batches(capsys, monkeypatch, tmp_path, flags):
                                       and "--print-data-log" not in flags else 3000)
 
 
+def _recompressed_with_damage(raw: bytes, codec: str, rng: random.Random) -> bytes:
+    """``raw`` (an uncompressed v2 batch) with a byte or two of its records changed,
+    then compressed with ``codec`` and given a valid CRC: only decoding finds the damage."""
+    import struct
+    from kafkawire.compression import compress
+    records = bytearray(raw[61:])
+    for _ in range(rng.randrange(1, 3)):
+        records[rng.randrange(len(records))] = rng.randrange(256)
+    payload = compress(codec, bytes(records))
+    head = bytearray(raw[:61])
+    head[8:12] = struct.pack(">i", 49 + len(payload))
+    attrs = struct.unpack_from(">h", head, 21)[0]
+    struct.pack_into(">h", head, 21, (attrs & ~7) | ("none", "gzip", "snappy", "lz4",
+                                                      "zstd").index(codec))
+    out = bytearray(head + payload)
+    crc = _kernels._load("pure")["crc"].crc32c
+    out[17:21] = crc(out, 21, len(out)).to_bytes(4, "big")
+    return bytes(out)
+
+
+@pytest.mark.parametrize("flags", FLAG_SETS, ids=lambda f: " ".join(f) or "shallow")
+def test_damaged_compressed_batches_with_valid_crc_dump_as_the_batch_object_path(
+        capsys, monkeypatch, tmp_path, flags):
+    """A compressed batch is decompressed once and checked by the formatter's strict decode
+    in place of ``validate()``: its ``isvalid`` and lines must stay those of the general path."""
+    rng = random.Random(21)
+    parts, off = [], 0
+    for i in range(40):
+        raw = _plain(off, 12, rng, compression="none")
+        parts.append(_recompressed_with_damage(raw, ("gzip", "snappy", "lz4", "zstd")[i % 4], rng)
+                     if i % 3 else raw)
+        off += 12
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(parts))
+    general = run_dump(capsys, monkeypatch, path, flags, False)
+    formatted = run_dump(capsys, monkeypatch, path, flags, True)
+    assert formatted == general
+    assert "isvalid: false" in general[1] or '"isvalid":false' in general[1]
+
+
 def test_max_bytes_and_non_consecutive_report(capsys, monkeypatch, tmp_path):
     batches = segment_batches(3)
     path = tmp_path / "00000000000000000000.log"

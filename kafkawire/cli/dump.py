@@ -307,27 +307,32 @@ class Dumper:
                                     max_decompressed_size=o.max_decompressed_size)
         for batch in it:
             position = batch.position
-            try:
-                batch.validate()
+            # A compressed v2 batch the formatter renders was decompressed and
+            # checked once, as strictly as validate() would; others are validated.
+            rendered = self._format_compressed(batch, last_offset, mode)
+            if rendered is not None:
                 valid = True
-            except CorruptRecordError:
-                valid = False
+            else:
+                try:
+                    batch.validate()
+                    valid = True
+                except CorruptRecordError:
+                    valid = False
             self.out.emit(lambda: text.batch_line(batch, position, valid),
                           lambda: jsonout.batch_obj(batch, position, valid))
             if o.deep_iteration:
-                last_offset = self._dump_records(path, batch, parser, last_offset,
-                                                 mode if valid else None)
+                if rendered is not None:
+                    out, last_offset, gaps = rendered
+                    for a, b in gaps:
+                        self.problems._add(self.problems.non_consecutive, path, a, b)
+                    self.out.write_bytes(out)
+                else:
+                    last_offset = self._dump_records(path, batch, parser, last_offset)
             self._advance(batch.size)
         return last_offset
 
-    def _dump_records(self, path: str, batch: Any, parser: text.Parser, last_offset: int,
-                      mode: Optional[int] = None) -> int:
+    def _dump_records(self, path: str, batch: Any, parser: text.Parser, last_offset: int) -> int:
         o = self.opts
-        if mode is not None and batch.magic >= 2 and not batch.is_control \
-                and batch.compression != "none":
-            done = self._format_decompressed(path, batch, last_offset, mode)
-            if done is not None:
-                return done
         try:
             records = batch.records()
         except KafkaWireError as e:
@@ -362,14 +367,18 @@ class Dumper:
         return last_offset
 
 
-    def _format_decompressed(self, path: str, batch: Any, last_offset: int,
-                             mode: int) -> Optional[int]:
-        """A valid compressed v2 batch's record lines by ``K.dump_records`` (None: not done)."""
+    def _format_compressed(self, batch: Any, last_offset: int,
+                           mode: Optional[int]) -> Optional[tuple]:
+        """A compressed v2 batch's record lines by ``K.dump_records``: ``(out, last_offset,
+        gaps)``, or None when the general path must take it (not such a batch, a CRC
+        mismatch, damage, text needing Java's replacement rules)."""
+        if mode is None or batch.magic < 2 or batch.is_control or batch.compression == "none" \
+                or batch.record_count < 0 or batch.last_offset < batch.base_offset \
+                or batch.compute_crc() != batch.crc:
+            return None
         from kafkawire import _kernels as K
-        from kafkawire.compression import decompress
         try:
-            data = decompress(batch.compression, batch.raw[61:], magic=2,
-                              max_size=self.opts.max_decompressed_size)
+            data = batch.records_bytes()
             out, last, gaps = K.dump_records(
                 data, 0, len(data), batch.record_count, batch.base_offset, batch.last_offset,
                 batch.first_timestamp, batch.max_timestamp,
@@ -377,12 +386,7 @@ class Dumper:
                 last_offset)
         except KafkaWireError:
             return None
-        if out is None:
-            return None
-        for a, b in gaps:
-            self.problems._add(self.problems.non_consecutive, path, a, b)
-        self.out.write_bytes(out)
-        return last
+        return None if out is None else (out, last, gaps)
 
 
 def _one_batch_end(data: Any, pos: int, end: int) -> int:
