@@ -60,6 +60,16 @@ cdef int _check_mode(int mode) except -1:
 
 # A scratch output buffer kept between calls (fresh memory would cost page faults on every
 # call); taken and given back with the GIL held, so concurrent callers each get their own.
+cdef inline void _clamp(Py_ssize_t n, Py_ssize_t *start, Py_ssize_t *end) noexcept:
+    """Bounds as the pure twin reads them: a negative end is the buffer's end."""
+    if end[0] < 0 or end[0] > n:
+        end[0] = n
+    if start[0] < 0:
+        start[0] = 0
+    if start[0] > end[0]:
+        start[0] = end[0]
+
+
 cdef char *_scratch = NULL
 cdef size_t _scratch_cap = 0
 
@@ -85,12 +95,7 @@ def dump_batches(buf, Py_ssize_t start, Py_ssize_t end, int mode, int64_t base_p
     gaps.n = gaps.cap = 0
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
-        if end < 0 or end > view.len:
-            end = view.len
-        if start < 0:
-            start = 0
-        if start > end:
-            start = end
+        _clamp(view.len, &start, &end)
         if max_output < 0:
             max_output = 0
         with nogil:
@@ -130,12 +135,7 @@ def dump_records(buf, Py_ssize_t start, Py_ssize_t end, int64_t count, int64_t b
     err.has_offset = 0
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
-        if end < 0 or end > view.len:
-            end = view.len
-        if start < 0:
-            start = 0
-        if start > end:
-            start = end
+        _clamp(view.len, &start, &end)
         with nogil:
             status = kwd_records(&out, <const unsigned char *>view.buf, <size_t>start,
                                  <size_t>end, count, base_offset, last_offset, base_timestamp,
