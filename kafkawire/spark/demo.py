@@ -76,7 +76,8 @@ def main(argv: Optional[list] = None) -> int:
               f"{time.time() - t:.1f}s)", flush=True)
     from kafkawire.spark.session import make_session
     t = time.time()
-    spark = make_session(a.master, "kafkawire-demo")
+    # the sample is small: a few shuffle partitions, not Spark's 200, on a cluster too
+    spark = make_session(a.master, "kafkawire-demo", {"spark.sql.shuffle.partitions": "8"})
     import kafkawire
     print(f"spark {spark.version} master={a.master} ({time.time() - t:.1f}s to start), "
           f"kafkawire {kafkawire.__version__} backend={kafkawire.backend}", flush=True)
