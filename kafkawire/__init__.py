@@ -1,6 +1,8 @@
 """kafkawire: Apache Kafka's binary formats — records, log segments and the wire protocol."""
 from __future__ import annotations
 
+import warnings
+
 from kafkawire import errors
 from kafkawire import _kernels
 
@@ -17,6 +19,15 @@ _LAZY = {
     "LogWriter": ("kafkawire.log", "LogWriter"),
     "Client": ("kafkawire.client", "Client"),
 }
+
+
+if _kernels.backend == "pure" and _kernels.fast_error is not None:
+    warnings.warn(
+        "kafkawire is running on its pure-Python kernels (same results, slower) because the "
+        f"compiled ones did not load: {_kernels.fast_error}. To get them, install a wheel for this "
+        "platform or reinstall with a C compiler available (pip install --force-reinstall "
+        "--no-binary kafkawire kafkawire); to choose the pure kernels and silence this warning, "
+        "set KAFKAWIRE_BACKEND=pure.", errors.PureBackendWarning, stacklevel=2)
 
 
 def __getattr__(name: str):

@@ -75,3 +75,13 @@ class LogError(KafkaWireError):
 
 class ProtocolError(KafkaWireError):
     """A malformed, truncated or oversized protocol frame."""
+
+
+class PureBackendWarning(RuntimeWarning):
+    """kafkawire fell back to its pure-Python kernels because the compiled ones did not load.
+
+    Results are the same, only slower.  Raised once, at import.  Silence it
+    with ``KAFKAWIRE_BACKEND=pure`` (choosing the pure backend) or a warnings
+    filter; get the compiled kernels by installing a wheel or building with a
+    C compiler.
+    """
