@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: a virtual environment with kafkawire and Spark, then the demo pipeline in local mode
 # (sample log.dirs written by LogWriter -> Spark -> per-partition summary + Parquet).
-# Needs Python >= 3.9 with venv, a C compiler and Java 17. Extra arguments go to the demo, e.g.
+# Needs Python >= 3.9 with venv, a C compiler, Java 17 and access to the package index (pip
+# installs kafkawire[spark,zstd] into .venv, created on the first run and reused after).
+# Extra arguments go to the demo, e.g.
 #   bash scripts/demo.sh --master spark://host:7077 --out /shared/kafkawire-demo
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

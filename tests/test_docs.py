@@ -2,7 +2,7 @@
 
 * ``mkdocs build --strict`` succeeds (any warning, a broken link or anchor, a
   name mkdocstrings cannot find, fails it).
-* Every ```python and ```bash block in ``docs/`` runs.  A page's blocks run in
+* Every ```python and ```bash block in ``docs/`` and the README runs.  A page's blocks run in
   order in one fresh temporary folder and share one namespace, as a reader
   following the page would.  ``<!-- skip-test -->`` on the line before a block
   skips it (installing packages, needing a cluster); ``<!-- docs-test: sample -->``
@@ -82,7 +82,8 @@ def doc_pages() -> List[Path]:
 
 
 def runnable_pages() -> List[Path]:
-    return [p for p in doc_pages() if any(not b.skip for b in page_blocks(p))]
+    pages = doc_pages() + [ROOT / "README.md"]
+    return [p for p in pages if any(not b.skip for b in page_blocks(p))]
 
 
 _RUNNER = r"""
@@ -138,7 +139,7 @@ def sample_logs(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("page", runnable_pages(), ids=lambda p: p.relative_to(DOCS).as_posix())
+@pytest.mark.parametrize("page", runnable_pages(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_examples_run(page: Path, tmp_path: Path, request) -> None:
     """Every runnable block of the page, in order, in a fresh folder."""
     blocks = page_blocks(page)
@@ -408,3 +409,16 @@ def test_site_renders_in_a_browser_and_links_resolve(site: Path, tmp_path: Path)
                     problems.append(f"{rel}: link {ref} -> no #{target.fragment} in {path}")
     assert len(rendered) >= 30, f"only {len(rendered)} pages rendered"
     assert not problems, "\n".join(sorted(set(problems))[:60])
+
+
+_PROCESS_WORDS = re.compile(r"\bissue\s+#?\d+|(?<!progress )\bbars?\b|\bsession \d+|\bthe lead\b", re.I)
+
+
+def test_user_facing_text_speaks_of_the_product_only() -> None:
+    """The README and the docs describe kafkawire, not how it was made."""
+    found = []
+    for page in doc_pages() + [ROOT / "README.md", ROOT / "CHANGELOG.md"]:
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for m in _PROCESS_WORDS.finditer(line):
+                found.append(f"{page.relative_to(ROOT)}:{n}: {m.group(0)!r}")
+    assert not found, "\n".join(found)
