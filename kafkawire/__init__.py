@@ -21,13 +21,26 @@ _LAZY = {
 }
 
 
+def _install_note() -> str:
+    """Why the install has no compiled kernels, as its build recorded it (or "")."""
+    import os
+    try:
+        with open(os.path.join(os.path.dirname(__file__), "_fast", "BUILD-NOTE.txt"), encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 if _kernels.backend == "pure" and _kernels.fast_error is not None:
+    _why = _install_note()
     warnings.warn(
         "kafkawire is running on its pure-Python kernels (same results, slower) because the "
-        f"compiled ones did not load: {_kernels.fast_error}. To get them, install a wheel for this "
-        "platform or reinstall with a C compiler available (pip install --force-reinstall "
-        "--no-binary kafkawire kafkawire); to choose the pure kernels and silence this warning, "
-        "set KAFKAWIRE_BACKEND=pure.", errors.PureBackendWarning, stacklevel=2)
+        "compiled ones did not load: "
+        + (f"when kafkawire was installed, {_why}. " if _why else f"{_kernels.fast_error}. ")
+        + "To get them, install a wheel for this platform or reinstall with a C compiler "
+        "available (pip install --force-reinstall --no-binary kafkawire kafkawire); to choose "
+        "the pure kernels and silence this warning, set KAFKAWIRE_BACKEND=pure.",
+        errors.PureBackendWarning, stacklevel=2)
 
 
 def __getattr__(name: str):
