@@ -73,6 +73,10 @@ class LogError(KafkaWireError):
     """A log directory or segment that cannot be opened or written."""
 
 
+class PathError(LogError, ValueError):
+    """A path that is neither a log.dirs folder, a partition folder nor a segment file."""
+
+
 class ProtocolError(KafkaWireError):
     """A malformed, truncated or oversized protocol frame."""
 

@@ -1,6 +1,7 @@
 """``verify``, ``recover``, ``stats`` and ``find``: the commands that work on whole partitions."""
 from __future__ import annotations
 
+import datetime
 import os
 import struct
 import sys
@@ -8,12 +9,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
+import kafkawire
 from kafkawire.cli import jsonout, text
-from kafkawire.cli.indexdump import MappedFile
 from kafkawire.cli.output import Printer, err
-from kafkawire.cli.paths import PartitionTarget, resolve
+from kafkawire.cli.paths import PartitionTarget, PathError, resolve
 from kafkawire.cli.progress import Progress
+from kafkawire.compression import decompress
 from kafkawire.errors import KafkaWireError
+from kafkawire.log import files as F
+from kafkawire.log.storage import map_file
+from kafkawire.log.verify import VerifyReport, verify_segment
 
 
 def _total_size(files: Sequence[str]) -> int:
@@ -132,7 +137,6 @@ class PartitionStats:
 
 
 def _iso(ms: int) -> str:
-    import datetime
     try:
         dt = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
     except (OverflowError, OSError, ValueError):
@@ -144,7 +148,6 @@ def uncompressed_size(batch: Any) -> Optional[int]:
     """Bytes the batch would take uncompressed (None when it is not compressed)."""
     if batch.compression == "none":
         return None
-    from kafkawire.compression import decompress
     raw = batch.raw
     if batch.magic >= 2:
         return 61 + len(decompress(batch.compression, raw[61:], magic=2))
@@ -160,7 +163,6 @@ def uncompressed_size(batch: Any) -> Optional[int]:
 
 
 def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> PartitionStats:
-    import kafkawire
     st = PartitionStats(target.name, target.path)
     if target.logs is None:
         _partition_metadata(st)
@@ -168,7 +170,7 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
         st.segments += 1
         if bar is not None:
             bar.set_label(os.path.basename(log_path))
-        with MappedFile(log_path) as f:
+        with map_file(log_path) as f:
             st.bytes += len(f)
             it = kafkawire.iter_batches(f.data)
             consumed = 0
@@ -195,7 +197,6 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
 
 def _partition_metadata(st: PartitionStats) -> None:
     """Topic id, leader epochs and ignored leftovers of a partition folder (best effort)."""
-    from kafkawire.log import files as F
     try:
         pf = F.list_partition(st.path)
     except OSError as e:
@@ -232,8 +233,6 @@ def stats(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tru
 # ====================================================================== find
 
 def _open_log(path: str, partition: Optional[str]):
-    import kafkawire
-    from kafkawire.cli.paths import PathError
     if partition is not None:
         path = os.path.join(path, partition)
         if not os.path.isdir(path):
@@ -249,7 +248,6 @@ def _open_log(path: str, partition: Optional[str]):
 def find(path: str, *, offset: Optional[int] = None, timestamp: Optional[int] = None,
          partition: Optional[str] = None, print_data: bool = False,
          json_mode: bool = False) -> int:
-    import kafkawire
     out = Printer(sys.stdout, json_mode=json_mode)
     log = _open_log(path, partition)
     try:
@@ -316,8 +314,6 @@ def _problem_obj(partition: str, p: Any) -> Dict[str, Any]:
 def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = True,
            deep: bool = False, check_indexes: bool = True) -> int:
     """Check every batch and index entry; 0 only when no problem was found anywhere."""
-    import kafkawire
-    from kafkawire.log.verify import VerifyReport, verify_segment
     targets = resolve(paths)
     out = Printer(sys.stdout, json_mode=json_mode)
     total = _total_size([f for t in targets for f in t.log_files()])
@@ -362,8 +358,6 @@ def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tr
 def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = False,
             progress: bool = True) -> int:
     """Kafka's LogSegment.recover per partition; 0 only when nothing had to be cut or rebuilt."""
-    import kafkawire
-    from kafkawire.cli.paths import PathError
     targets = resolve(paths)
     for t in targets:
         if t.logs is not None:

@@ -8,30 +8,35 @@ exactly there), the batch's max record timestamp, and increasing timestamps.
 Zero-filled tails of preallocated indexes end the dump, as in Kafka.  The
 problems are collected in :class:`IndexProblems` and printed, with Kafka's
 wording, on stderr after all files are dumped.
+
+The files are read and checked by :mod:`kafkawire.log` (entries as written,
+Kafka's sanity checks, the trust rules for lookups, ``.txnindex`` and
+``.snapshot`` parsing, the mapping of ``.log`` files); this module formats.
 """
 from __future__ import annotations
 
 import bisect
-import mmap
 import os
-import struct
 from collections import OrderedDict
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from kafkawire import _kernels as K
+import kafkawire
 from kafkawire.cli.output import Printer, err
-from kafkawire.errors import KafkaWireError
+from kafkawire.errors import IndexCorruptError, KafkaWireError
+from kafkawire.log import files as F
+from kafkawire.log import index as IX
+from kafkawire.log.storage import MappedFile, map_file, storage_for
+from kafkawire.log.txnindex import TXN_ENTRY_SIZE, iter_txn_index
 
-OFFSET_ENTRY = 8
-TIME_ENTRY = 12
-TXN_ENTRY = 34
+OFFSET_ENTRY = IX.OFFSET_ENTRY_SIZE
+TIME_ENTRY = IX.TIME_ENTRY_SIZE
+TXN_ENTRY = TXN_ENTRY_SIZE
 SNAPSHOT_ENTRY = 46
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = F.SNAPSHOT_VERSION
 INT32_MAX = 2 ** 31 - 1
 
-
-class IndexCheckError(KafkaWireError):
-    """An index that fails Kafka's sanity check, or cannot be read at all."""
+#: An index that fails Kafka's sanity check, or a snapshot that cannot be read (the log's own type).
+IndexCheckError = IndexCorruptError
 
 
 class IndexProblems:
@@ -45,8 +50,11 @@ class IndexProblems:
         self.non_consecutive: "OrderedDict[str, List[Tuple[int, int]]]" = OrderedDict()
 
     @staticmethod
-    def _add(table: Dict[str, List[Tuple[int, int]]], path: str, a: int, b: int) -> None:
+    def add(table: Dict[str, List[Tuple[int, int]]], path: str, a: int, b: int) -> None:
+        """Note the pair ``(a, b)`` under file ``path`` in ``table`` (one of the attributes)."""
         table.setdefault(os.path.abspath(path), []).append((a, b))
+
+    _add = add   # the name ``kafkawire.cli.dump`` calls
 
     def __bool__(self) -> bool:
         return any((self.offset_mismatches, self.time_mismatches, self.out_of_order,
@@ -94,110 +102,37 @@ class IndexProblems:
 
 def base_offset_of(path: str) -> int:
     """The base offset a segment file's name encodes (``00000000000000000042.index`` -> 42)."""
-    stem = os.path.basename(path).split(".")[0]
-    try:
-        return int(stem)
-    except ValueError:
-        raise IndexCheckError(f"{path}: file name does not start with a base offset "
-                              "(Kafka names segment files <20-digit offset>.<suffix>)") from None
+    return F.offset_from_file_name(path)
 
 
 def sibling(path: str, suffix: str) -> str:
-    stem = os.path.basename(path).split(".")[0]
-    return os.path.join(os.path.dirname(os.path.abspath(path)), stem + suffix)
-
-
-class MappedFile:
-    """A read-only view of a whole file (mmap, or b'' when empty)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._f = open(path, "rb")
-        size = os.fstat(self._f.fileno()).st_size
-        self._mm = mmap.mmap(self._f.fileno(), 0, access=mmap.ACCESS_READ) if size else None
-        self.data = self._mm if self._mm is not None else b""
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def close(self) -> None:
-        if self._mm is not None:
-            try:
-                self._mm.close()
-            except BufferError:
-                # a view still held (e.g. by a decoder error's traceback in a reference cycle):
-                # collect it and retry; failing that, the map closes when its last view goes
-                import gc
-                gc.collect()
-                try:
-                    self._mm.close()
-                except BufferError:
-                    pass
-        self._f.close()
-
-    def __enter__(self) -> "MappedFile":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    return F.sibling_path(path, suffix)
 
 
 def read_offset_index(path: str) -> Tuple[int, List[Tuple[int, int]], int]:
     """``(base_offset, [(offset, position)], file_size)``; every whole entry, zero tail included."""
-    base = base_offset_of(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    n = len(data) // OFFSET_ENTRY
-    entries = [(base + rel, pos) for rel, pos in struct.iter_unpack(">ii", data[:n * OFFSET_ENTRY])]
-    return base, entries, len(data)
+    idx, size = IX.read_offset_index_file(path)
+    return idx.base_offset, list(idx), size
 
 
 def read_time_index(path: str) -> Tuple[int, List[Tuple[int, int]], int]:
     """``(base_offset, [(timestamp, offset)], file_size)``; every whole entry."""
-    base = base_offset_of(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    n = len(data) // TIME_ENTRY
-    entries = [(ts, base + rel) for ts, rel in struct.iter_unpack(">qi", data[:n * TIME_ENTRY])]
-    return base, entries, len(data)
+    idx, size = IX.read_time_index_file(path)
+    return idx.base_offset, list(idx), size
 
 
 def offset_index_sanity(path: str) -> None:
     """Kafka's ``OffsetIndex.sanityCheck`` (raises :class:`IndexCheckError`)."""
-    base, entries, size = read_offset_index(path)
-    if entries and entries[-1][0] < base:
-        raise IndexCheckError(
-            f"Corrupt index found, index file ({os.path.abspath(path)}) has non-zero size but the "
-            f"last offset is {entries[-1][0]} which is less than the base offset {base}")
-    if size % OFFSET_ENTRY:
-        raise IndexCheckError(
-            f"Index file {os.path.abspath(path)} is corrupt, found {size} bytes which is neither "
-            f"positive nor a multiple of {OFFSET_ENTRY}")
+    IX.sanity_check_offset_index(path)
 
 
 def time_index_sanity(path: str) -> None:
     """Kafka's ``TimeIndex.sanityCheck`` (raises :class:`IndexCheckError`)."""
-    base, entries, size = read_time_index(path)
-    if entries:
-        last_ts, last_off = entries[-1]
-        if last_ts < entries[0][0]:
-            raise IndexCheckError(
-                f"Corrupt time index found, time index file ({os.path.abspath(path)}) has non-zero "
-                f"size but the last timestamp is {last_ts} which is less than the first timestamp "
-                f"{entries[0][0]}")
-        if last_off < base:
-            raise IndexCheckError(
-                f"Corrupt time index found, time index file ({os.path.abspath(path)}) has non-zero "
-                f"size but the last offset is {last_off} which is less than the first offset {base}")
-    if size % TIME_ENTRY:
-        raise IndexCheckError(
-            f"Time index file {os.path.abspath(path)} is corrupt, found {size} bytes which is "
-            f"neither positive nor a multiple of {TIME_ENTRY}")
+    IX.sanity_check_time_index(path)
 
 
 def _batches_from(data: Any, start: int, end: Optional[int] = None) -> Iterator[Any]:
     """Batches from ``start``; stops quietly at a partial tail or corrupt bytes."""
-    import kafkawire
     if start < 0 or start >= len(data):
         return
     try:
@@ -222,8 +157,8 @@ def dump_offset_index(path: str, out: Printer, problems: IndexProblems, *,
         out.emit(f"{path} passed sanity check.", {"type": "sanityCheck", "file": path,
                                                   "passed": True})
         return 0
-    log_path = sibling(path, ".log")
-    log = MappedFile(log_path) if os.path.exists(log_path) else None
+    log_path = sibling(path, F.LOG_SUFFIX)
+    log = map_file(log_path) if storage_for(log_path).exists(log_path) else None
     if log is None:
         err(f"kafkawire: {path}: cannot check entries, the log file {log_path} does not exist")
     try:
@@ -235,7 +170,7 @@ def dump_offset_index(path: str, out: Printer, problems: IndexProblems, *,
                 first = next(_batches_from(log.data, position, end), None)
                 found = first.last_offset if first is not None else -1
                 if found != offset:
-                    problems._add(problems.offset_mismatches, path, offset, found)
+                    problems.add(problems.offset_mismatches, path, offset, found)
             if not verify_only:
                 out.emit(f"offset: {offset} position: {position}",
                          {"type": "indexEntry", "offset": offset, "position": position})
@@ -245,18 +180,24 @@ def dump_offset_index(path: str, out: Printer, problems: IndexProblems, *,
     return 0 if log is not None else 1
 
 
-def _real_entries(entries: List[Tuple[int, int]], base: int) -> List[Tuple[int, int]]:
-    """Entries up to the zero-filled tail of a preallocated index (as Kafka's dump stops)."""
-    for i in range(1, len(entries)):
-        if entries[i][0] == base:
-            return entries[:i]
-    return entries
+def _kafka_lookup_table(index_path: str, base: int) -> Tuple[List[int], List[int]]:
+    """``(offsets, positions)`` that Kafka's tool would search in ``index_path`` as written.
 
-
-def _lookup_position(offsets: List[int], positions: List[int], target: int) -> int:
-    """Position of the largest offset-index entry at or below ``target`` (0 if none)."""
-    i = bisect.bisect_right(offsets, target)
-    return positions[i - 1] if i else 0
+    Kafka's dump looks time-index entries up in the offset index without
+    trusting or repairing it; as there, the entries before a zero-filled
+    tail are searched (only their increasing prefix: a damaged index may be
+    out of order), so the problems reported are Kafka's.
+    """
+    offsets: List[int] = []
+    positions: List[int] = []
+    if not storage_for(index_path).exists(index_path):
+        return offsets, positions
+    for i, (o, p) in enumerate(IX.read_offset_index_file(index_path, base)[0]):
+        if (o == base and i > 0) or (offsets and o <= offsets[-1]):
+            break
+        offsets.append(o)
+        positions.append(p)
+    return offsets, positions
 
 
 def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
@@ -268,35 +209,25 @@ def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
         out.emit(f"{path} passed sanity check.", {"type": "sanityCheck", "file": path,
                                                   "passed": True})
         return 0
-    log_path = sibling(path, ".log")
-    index_path = sibling(path, ".index")
-    offsets: List[int] = []
-    positions: List[int] = []
-    if os.path.exists(index_path):
-        _, offset_entries, _ = read_offset_index(index_path)
-        real = _real_entries(offset_entries, base)
-        # an untrusted index may not be sorted: only its increasing prefix is searchable
-        for o, p in real:
-            if offsets and o <= offsets[-1]:
-                break
-            offsets.append(o)
-            positions.append(p)
-    log = MappedFile(log_path) if os.path.exists(log_path) else None
+    log_path = sibling(path, F.LOG_SUFFIX)
+    log = map_file(log_path) if storage_for(log_path).exists(log_path) else None
     if log is None and entries:
         err(f"kafkawire: {path}: cannot check entries, the log file {log_path} does not exist")
+    offsets, positions = _kafka_lookup_table(sibling(path, F.INDEX_SUFFIX), base)
     prev_ts = -1
     try:
         for i, (timestamp, offset) in enumerate(entries):
             if offset == base and i > 0:
                 break
             if log is not None:
-                start = _lookup_position(offsets, positions, offset)
+                i = bisect.bisect_right(offsets, offset)
+                start = positions[i - 1] if i else 0
                 batch = next((b for b in _batches_from(log.data, start)
                               if b.last_offset >= offset), None)
                 if batch is None:
-                    problems._add(problems.not_found, path, offset, -1)
+                    problems.add(problems.not_found, path, offset, -1)
                 elif batch.last_offset != offset:
-                    problems._add(problems.not_found, path, offset, batch.last_offset)
+                    problems.add(problems.not_found, path, offset, batch.last_offset)
                 else:
                     max_ts = -1
                     try:
@@ -305,9 +236,9 @@ def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
                     except KafkaWireError:
                         max_ts = batch.max_timestamp
                     if max_ts != timestamp:
-                        problems._add(problems.time_mismatches, path, timestamp, max_ts)
+                        problems.add(problems.time_mismatches, path, timestamp, max_ts)
                     if prev_ts >= timestamp:
-                        problems._add(problems.out_of_order, path, timestamp, prev_ts)
+                        problems.add(problems.out_of_order, path, timestamp, prev_ts)
             if not verify_only:
                 out.emit(f"timestamp: {timestamp} offset: {offset}",
                          {"type": "timeIndexEntry", "timestamp": timestamp, "offset": offset})
@@ -320,57 +251,31 @@ def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
 
 def dump_txn_index(path: str, out: Printer) -> int:
     """Print every aborted transaction of a ``.txnindex``; 1 if the file is damaged."""
-    with open(path, "rb") as f:
-        data = f.read()
-    n = len(data) // TXN_ENTRY
-    for i in range(n):
-        version, pid, first, last, lso = struct.unpack_from(">hqqqq", data, i * TXN_ENTRY)
-        if version != 0:
-            err(f"kafkawire: {path}: unexpected aborted transaction version {version} at position "
-                f"{i * TXN_ENTRY}; the index is damaged (Kafka rebuilds it from the log)")
-            return 1
-        out.emit(f"version: {version} producerId: {pid} firstOffset: {first} lastOffset: {last} "
-                 f"lastStableOffset: {lso}",
-                 {"type": "abortedTxn", "version": version, "producerId": pid,
-                  "firstOffset": first, "lastOffset": last, "lastStableOffset": lso})
-    if len(data) % TXN_ENTRY:
-        err(f"kafkawire: {path}: {len(data) % TXN_ENTRY} trailing bytes are not a whole entry "
-            f"of {TXN_ENTRY} bytes; the index is damaged")
+    data = storage_for(path).read(path)
+    try:
+        for _pos, t in iter_txn_index(data):
+            out.emit(f"version: {t.version} producerId: {t.producer_id} firstOffset: "
+                     f"{t.first_offset} lastOffset: {t.last_offset} "
+                     f"lastStableOffset: {t.last_stable_offset}",
+                     {"type": "abortedTxn", "version": t.version, "producerId": t.producer_id,
+                      "firstOffset": t.first_offset, "lastOffset": t.last_offset,
+                      "lastStableOffset": t.last_stable_offset})
+    except IndexCorruptError as e:
+        err(f"kafkawire: {path}: {e}")
         return 1
     return 0
 
 
-def _decrement_sequence(seq: int, dec: int) -> int:
-    if seq < dec:
-        return INT32_MAX - (dec - seq) + 1
-    return seq - dec
-
-
 def read_snapshot(path: str) -> List[Dict[str, int]]:
-    """Entries of a producer-state ``.snapshot`` (version 1, CRC-32C checked)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 10:
-        raise IndexCheckError(f"Snapshot is corrupt: {len(data)} bytes, shorter than its header")
-    version, crc, count = struct.unpack_from(">hIi", data, 0)
-    if version != SNAPSHOT_VERSION:
-        raise IndexCheckError(f"Snapshot contained an unknown file version {version}")
-    computed = K.crc32c(data, 6, len(data))
-    if crc != computed:
-        raise IndexCheckError(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
-                              f"Computed crc: {computed}")
-    if count < 0 or 10 + count * SNAPSHOT_ENTRY > len(data):
-        raise IndexCheckError(f"Snapshot is corrupt: {count} entries do not fit in {len(data)} bytes")
-    entries = []
-    for i in range(count):
-        (pid, epoch, last_seq, last_offset, offset_delta, timestamp, coord_epoch,
-         txn_first) = struct.unpack_from(">qhiqiqiq", data, 10 + i * SNAPSHOT_ENTRY)
-        entries.append({"producerId": pid, "producerEpoch": epoch, "lastSequence": last_seq,
-                        "lastOffset": last_offset, "offsetDelta": offset_delta,
-                        "timestamp": timestamp, "coordinatorEpoch": coord_epoch,
-                        "currentTxnFirstOffset": txn_first,
-                        "firstSequence": _decrement_sequence(last_seq, offset_delta)})
-    return entries
+    """Entries of a producer-state ``.snapshot`` (version 1, CRC-32C checked), as the JSON keys."""
+    data = storage_for(path).read(path)
+    return [{"producerId": e.producer_id, "producerEpoch": e.producer_epoch,
+             "lastSequence": e.last_sequence, "lastOffset": e.last_offset,
+             "offsetDelta": e.offset_delta, "timestamp": e.timestamp,
+             "coordinatorEpoch": e.coordinator_epoch,
+             "currentTxnFirstOffset": e.current_txn_first_offset,
+             "firstSequence": e.first_sequence}
+            for e in F.parse_producer_snapshot(data)]
 
 
 def dump_snapshot(path: str, out: Printer) -> int:

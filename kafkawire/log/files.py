@@ -19,6 +19,10 @@ import struct
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from kafkawire import _kernels as K
+from kafkawire.errors import IndexCorruptError, LogError, PathError
+from kafkawire.log.storage import storage_for
+
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
@@ -48,6 +52,23 @@ def parse_segment_file_name(name: str) -> Optional[Tuple[int, str]]:
     if m is None:
         return None
     return int(m.group(1)), m.group(2)
+
+
+def offset_from_file_name(path: str) -> int:
+    """The base offset a segment file's name starts with, as Kafka reads it (the digits before
+    the first dot: ``00000000000000000042.index`` -> 42); for files a user names directly."""
+    stem = os.path.basename(path).split(".")[0]
+    try:
+        return int(stem)
+    except ValueError:
+        raise LogError(f"{path}: file name does not start with a base offset "
+                       "(Kafka names segment files <20-digit offset>.<suffix>)") from None
+
+
+def sibling_path(path: str, suffix: str) -> str:
+    """The file of the same segment as ``path`` with another suffix (``.index`` -> ``.log``)."""
+    stem = os.path.basename(path).split(".")[0]
+    return os.path.join(os.path.dirname(os.path.abspath(path)), stem + suffix)
 
 
 def parse_partition_dir_name(name: str) -> Optional[Tuple[str, int]]:
@@ -88,11 +109,12 @@ class PartitionFiles:
     other: List[str] = field(default_factory=list)
 
 
-def list_partition(path: str) -> PartitionFiles:
+def list_partition(path: str, storage=None) -> PartitionFiles:
     """Classify every file of partition folder ``path``."""
+    storage = storage or storage_for(path)
     out = PartitionFiles(path=path)
     by_base: Dict[int, SegmentFiles] = {}
-    for name in sorted(os.listdir(path)):
+    for name in sorted(storage.listdir(path)):
         full = os.path.join(path, name)
         if name.endswith(LEFTOVER_SUFFIXES) or ".cut-" in name:
             out.leftovers.append(full)
@@ -123,14 +145,66 @@ def list_partition(path: str) -> PartitionFiles:
     return out
 
 
+def segment_files(path: str, storage=None) -> SegmentFiles:
+    """The files on disk of the segment that ``path`` (its ``.log`` or any sibling) belongs to."""
+    storage = storage or storage_for(path)
+    parsed = parse_segment_file_name(os.path.basename(path))
+    if parsed is None:
+        raise LogError(f"{path}: not a segment file (expected <20-digit base offset>.log)")
+    folder = os.path.dirname(os.path.abspath(path))
+    stem = os.path.join(folder, segment_file_name(parsed[0], ""))
+    sf = SegmentFiles(parsed[0])
+    for suffix in SEGMENT_SUFFIXES + (SNAPSHOT_SUFFIX,):
+        if storage.exists(stem + suffix):
+            setattr(sf, suffix[1:], stem + suffix)
+    return sf
+
+
+def has_segments(path: str, storage=None) -> bool:
+    """Whether folder ``path`` holds live segment files (False if it cannot be listed)."""
+    storage = storage or storage_for(path)
+    try:
+        names = storage.listdir(path)
+    except OSError:
+        return False
+    return any(_SEGMENT_RE.match(n) for n in names)
+
+
+def find_partitions(root: str, storage=None) -> List[Tuple[str, Optional[Tuple[str, int]]]]:
+    """Partition folders at or under ``root``: ``[(path, (topic, partition) or None)]``.
+
+    ``root`` itself is the partition when it holds segment files; otherwise
+    its ``<topic>-<partition>`` subfolders are (folders being deleted,
+    ``-future`` and ``-stray`` replicas do not match); a folder named like a
+    partition with neither is an empty partition.  The key is None for a
+    folder of segments not named ``<topic>-<partition>``.
+    """
+    storage = storage or storage_for(root)
+    if not storage.isdir(root):
+        raise PathError(f"{root} is not a directory; give a broker log.dirs folder or a "
+                        "<topic>-<partition> folder")
+    key = parse_partition_dir_name(os.path.basename(os.path.abspath(root)))
+    if has_segments(root, storage):
+        return [(root, key)]
+    found = []
+    for name in sorted(storage.listdir(root)):
+        sub = os.path.join(root, name)
+        k = parse_partition_dir_name(name)
+        if k is not None and storage.isdir(sub):
+            found.append((sub, k))
+    if not found and key is not None:
+        return [(root, key)]
+    return found
+
+
 def read_leader_epoch_checkpoint(path: str) -> List[Tuple[int, int]]:
     """``[(leader_epoch, start_offset), ...]`` from a ``leader-epoch-checkpoint`` file.
 
     The format is text: a version line (0), a count line, then one
     ``epoch offset`` pair per line.
     """
-    with open(path, encoding="ascii") as f:
-        lines = [ln.strip() for ln in f if ln.strip()]
+    text = storage_for(path).read(path).decode("ascii")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if len(lines) < 2 or lines[0] != "0":
         raise ValueError(f"{path}: unsupported leader-epoch-checkpoint (version line {lines[:1]})")
     count = int(lines[1])
@@ -146,12 +220,18 @@ def read_leader_epoch_checkpoint(path: str) -> List[Tuple[int, int]]:
 def read_partition_metadata(path: str) -> Dict[str, str]:
     """``{"version": "0", "topic_id": "..."}`` from a ``partition.metadata`` file."""
     out = {}
-    with open(path, encoding="utf-8") as f:
-        for ln in f:
-            if ":" in ln:
-                k, v = ln.split(":", 1)
-                out[k.strip()] = v.strip()
+    for ln in storage_for(path).read(path).decode("utf-8").splitlines():
+        if ":" in ln:
+            k, v = ln.split(":", 1)
+            out[k.strip()] = v.strip()
     return out
+
+
+#: The producer-state snapshot format version kafkawire reads (Kafka's ProducerStateManager).
+SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEADER = struct.Struct(">hIi")
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+_INT32_MAX = 0x7FFFFFFF
 
 
 @dataclass(frozen=True)
@@ -167,34 +247,41 @@ class ProducerSnapshotEntry:
     coordinator_epoch: int
     current_txn_first_offset: int
 
+    @property
+    def first_sequence(self) -> int:
+        """The sequence of the producer's last batch's first record (sequences wrap at 2**31)."""
+        if self.last_sequence < self.offset_delta:
+            return _INT32_MAX - (self.offset_delta - self.last_sequence) + 1
+        return self.last_sequence - self.offset_delta
 
-_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
 
-
-def parse_producer_snapshot(data: bytes, path: str = "<snapshot>") -> List[ProducerSnapshotEntry]:
-    """Entries of a producer-state ``.snapshot`` file's bytes.
+def parse_producer_snapshot(data, path: Optional[str] = None) -> List[ProducerSnapshotEntry]:
+    """Entries of a producer-state ``.snapshot`` file's bytes; IndexCorruptError if damaged.
 
     Layout: int16 version (1), uint32 CRC-32C of everything after it, int32
     entry count, then 46-byte entries (producer id, epoch, last sequence,
     last offset, offset delta, timestamp, coordinator epoch, first offset of
-    the open transaction or -1).
+    the open transaction or -1).  Messages are Kafka's, after ``path: `` when
+    a path is given.  A broker that finds a snapshot damaged rebuilds
+    producer state from the log.
     """
-    from kafkawire import _kernels as K
-    from kafkawire.errors import IndexCorruptError
-    if len(data) < 10:
-        raise IndexCorruptError(f"{path}: {len(data)} bytes is too short for a producer snapshot")
-    version, crc, count = struct.unpack_from(">hIi", data, 0)
-    if version != 1:
-        raise IndexCorruptError(f"{path}: unsupported producer snapshot version {version}")
-    if K.crc32c(data, 6, len(data)) != crc:
-        raise IndexCorruptError(f"{path}: CRC mismatch; the snapshot is damaged (a broker rebuilds "
-                                "producer state from the log when it ignores it)")
-    if count < 0 or 10 + count * _SNAPSHOT_ENTRY.size != len(data):
-        raise IndexCorruptError(f"{path}: {count} entries do not fit its {len(data)} bytes")
-    return [ProducerSnapshotEntry(*_SNAPSHOT_ENTRY.unpack_from(data, 10 + i * _SNAPSHOT_ENTRY.size))
+    where = f"{path}: " if path else ""
+    if len(data) < _SNAPSHOT_HEADER.size:
+        raise IndexCorruptError(f"{where}Snapshot is corrupt: {len(data)} bytes, shorter than its header")
+    version, crc, count = _SNAPSHOT_HEADER.unpack_from(data, 0)
+    if version != SNAPSHOT_VERSION:
+        raise IndexCorruptError(f"{where}Snapshot contained an unknown file version {version}")
+    computed = K.crc32c(data, 6, len(data))
+    if crc != computed:
+        raise IndexCorruptError(f"{where}Snapshot is corrupt (CRC is no longer valid). Stored crc: "
+                                f"{crc}. Computed crc: {computed}")
+    if count < 0 or _SNAPSHOT_HEADER.size + count * _SNAPSHOT_ENTRY.size > len(data):
+        raise IndexCorruptError(f"{where}Snapshot is corrupt: {count} entries do not fit in "
+                                f"{len(data)} bytes")
+    return [ProducerSnapshotEntry(*_SNAPSHOT_ENTRY.unpack_from(data, _SNAPSHOT_HEADER.size + i * _SNAPSHOT_ENTRY.size))
             for i in range(count)]
 
 
 def read_producer_snapshot(path: str) -> List[ProducerSnapshotEntry]:
-    with open(path, "rb") as f:
-        return parse_producer_snapshot(f.read(), path)
+    """Entries of the producer-state ``.snapshot`` file at ``path``."""
+    return parse_producer_snapshot(storage_for(path).read(path), path)

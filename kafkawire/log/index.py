@@ -12,16 +12,30 @@ Indexes are untrusted.  :func:`load_offset_index`/:func:`load_time_index`
 apply Kafka's sanity checks (size a whole number of entries, entries
 strictly increasing, positions inside the log, offsets not below the base)
 and recognise the zero-filled preallocated tail of an active segment's
-index; an index failing them is reported as untrusted so the segment can
-fall back to an index rebuilt in memory from the log.
+index; an index failing them is reported as untrusted (no entries) so the
+segment can fall back to an index rebuilt in memory from the log.  These
+are the only trust rules: every reader (``Segment``, the Spark planner, the
+CLI's lookups) loads indexes through them.  Kafka's own, weaker
+``sanityCheck`` (the dump tool's ``--index-sanity-check``) and the raw
+entries of a file as written (for dumps) are here too.
+
+Entries are searched in place by the index kernels, and are also available
+as numpy arrays (:attr:`OffsetIndex.array` views the bytes; ``offsets`` and
+``positions`` are converted once) for vectorised planning.
 """
 from __future__ import annotations
 
 import os
 import struct
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
+
+import numpy as np
 
 from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
+from kafkawire.errors import IndexCorruptError
+from kafkawire.log.files import offset_from_file_name
+from kafkawire.log.storage import storage_for
 
 OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12
@@ -31,22 +45,16 @@ DEFAULT_MAX_INDEX_BYTES = 10 * 1024 * 1024
 NO_TIMESTAMP = -1
 _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")
-
-
-def _map_file(path: str) -> bytes:
-    """The bytes of index file ``path``.
-
-    Read, not memory-mapped: a broker (or LogWriter) trims a preallocated
-    index when it rolls the segment, and touching a mapped page past the new
-    end of file would kill the reading process with SIGBUS.  Index files are
-    small (``segment.index.bytes``, 10 MiB by default, at most).
-    """
-    with open(path, "rb") as f:
-        return f.read()
+#: The entries as numpy sees them in the file (big-endian, no copy).
+OFFSET_DTYPE = np.dtype([("rel", ">i4"), ("pos", ">i4")])
+TIME_DTYPE = np.dtype([("ts", ">i8"), ("rel", ">i4")])
 
 
 class _Index:
     """What the offset and time indexes share: a buffer of ``entries`` real entries."""
+
+    entry_size = 0
+    dtype = OFFSET_DTYPE
 
     def __init__(self, buf, base_offset: int, entries: int, *, path: Optional[str] = None,
                  status: str = "ok", problem: Optional[str] = None) -> None:
@@ -54,10 +62,13 @@ class _Index:
         self.base_offset = base_offset
         self.entries = entries
         self.path = path
-        #: "ok" (file trusted), "absent", "rebuilt" (built in memory from the log).
+        #: "ok" (file trusted), "absent", "corrupt" (not trusted: no entries), "rebuilt" (built
+        #: in memory from the log), "unchecked" (every whole entry of the file, as written).
         self.status = status
         #: Why the file on disk was not trusted (None when it was).
         self.problem = problem
+        self._array: Optional[np.ndarray] = None
+        self._columns: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
     def __len__(self) -> int:
         return self.entries
@@ -65,20 +76,47 @@ class _Index:
     def entry(self, slot: int) -> Tuple[int, int]:
         raise NotImplementedError
 
-    def __iter__(self):
-        for i in range(self.entries):
-            yield self.entry(i)
+    @property
+    def array(self) -> np.ndarray:
+        """The entries as a structured numpy array viewing the index bytes (big-endian, no copy)."""
+        if self._array is None:
+            self._array = np.frombuffer(self.buf, self.dtype, count=self.entries)
+        return self._array
+
+    def _pair(self) -> Tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Tuple[int, int]]:
+        a, b = self._pair()
+        return zip(a.tolist(), b.tolist())
 
 
 class OffsetIndex(_Index):
     """A searchable offset index over a buffer holding ``entries`` real entries."""
 
     entry_size = OFFSET_ENTRY_SIZE
+    dtype = OFFSET_DTYPE
 
     def entry(self, slot: int) -> Tuple[int, int]:
         """``(absolute_offset, position)`` of entry ``slot``."""
-        rel, pos = _OFF.unpack_from(self.buf, slot * 8)
+        rel, pos = _OFF.unpack_from(self.buf, slot * OFFSET_ENTRY_SIZE)
         return self.base_offset + rel, pos
+
+    def _pair(self) -> Tuple[np.ndarray, np.ndarray]:
+        if self._columns is None:
+            a = self.array
+            self._columns = (a["rel"].astype(np.int64) + self.base_offset, a["pos"].astype(np.int64))
+        return self._columns
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Absolute offsets of the entries (int64, converted once and kept): for ``searchsorted``."""
+        return self._pair()[0]
+
+    @property
+    def positions(self) -> np.ndarray:
+        """``.log`` positions of the entries (int64, converted once and kept)."""
+        return self._pair()[1]
 
     def lookup(self, offset: int) -> Tuple[int, int]:
         """Largest entry at or below ``offset`` as ``(offset, position)``; ``(base, 0)`` if none."""
@@ -99,11 +137,28 @@ class TimeIndex(_Index):
     """A searchable time index over a buffer holding ``entries`` real entries."""
 
     entry_size = TIME_ENTRY_SIZE
+    dtype = TIME_DTYPE
 
     def entry(self, slot: int) -> Tuple[int, int]:
         """``(timestamp, absolute_offset)`` of entry ``slot``."""
-        ts, rel = _TIME.unpack_from(self.buf, slot * 12)
+        ts, rel = _TIME.unpack_from(self.buf, slot * TIME_ENTRY_SIZE)
         return ts, self.base_offset + rel
+
+    def _pair(self) -> Tuple[np.ndarray, np.ndarray]:
+        if self._columns is None:
+            a = self.array
+            self._columns = (a["ts"].astype(np.int64), a["rel"].astype(np.int64) + self.base_offset)
+        return self._columns
+
+    @property
+    def timestamps(self) -> np.ndarray:
+        """Timestamps of the entries (int64, converted once and kept)."""
+        return self._pair()[0]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Absolute offsets of the entries (int64, converted once and kept)."""
+        return self._pair()[1]
 
     def lookup(self, timestamp: int) -> Tuple[int, int]:
         """Largest entry with timestamp <= ``timestamp``; ``(-1, base)`` if none (Kafka's rule)."""
@@ -119,6 +174,8 @@ class TimeIndex(_Index):
         return self.entry(self.entries - 1) if self.entries else (NO_TIMESTAMP, self.base_offset)
 
 
+# -- trust --------------------------------------------------------------------------
+
 def _real_entries(buf, n: int, kind: str) -> Tuple[int, Optional[str]]:
     """Real-entry count and, if the tail after them is not zero-filled, why it is corrupt."""
     width = OFFSET_ENTRY_SIZE if kind == "offset" else TIME_ENTRY_SIZE
@@ -129,18 +186,31 @@ def _real_entries(buf, n: int, kind: str) -> Tuple[int, Optional[str]]:
     return real, None
 
 
+def _read(path: Optional[str], storage) -> Optional[bytes]:
+    """The index file's bytes, or None when there is none."""
+    if path is None:
+        return None
+    try:
+        return (storage or storage_for(path)).read(path)
+    except FileNotFoundError:
+        return None
+
+
 def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
-                      trim_past_end: bool = False) -> OffsetIndex:
+                      trim_past_end: bool = False, storage=None) -> OffsetIndex:
     """Open ``path`` as an offset index, or return one marked absent/corrupt (``status``).
 
-    With ``trim_past_end``, trailing entries pointing at or past ``log_size``
-    are dropped instead of condemning the index: a reader that mapped an
-    active segment a moment before the broker appended (and indexed) more
-    still gets a usable index for the prefix it sees.
+    The index is trusted when its size is a whole number of entries, its
+    entries rise strictly (offsets not below the base, positions inside the
+    ``log_size``-byte log) up to a zero-filled preallocated tail.  With
+    ``trim_past_end``, trailing entries pointing at or past ``log_size`` are
+    dropped instead of condemning the index: a reader that mapped an active
+    segment a moment before the broker appended (and indexed) more still
+    gets a usable index for the prefix it sees.
     """
-    if path is None or not os.path.exists(path):
+    buf = _read(path, storage)
+    if buf is None:
         return OffsetIndex(b"", base_offset, 0, path=path, status="absent", problem="no .index file")
-    buf = _map_file(path)
     size = len(buf)
     if size % OFFSET_ENTRY_SIZE:
         return OffsetIndex(b"", base_offset, 0, path=path, status="corrupt",
@@ -151,11 +221,11 @@ def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
         if bad >= 0 and trim_past_end:
             # Real entries already rise strictly; if the first bad one is merely past the
             # mapped end, so are all after it.
-            rel, pos = _OFF.unpack_from(buf, bad * 8)
+            rel, pos = _OFF.unpack_from(buf, bad * OFFSET_ENTRY_SIZE)
             if rel >= 0 and pos >= log_size:
                 real, bad = bad, -1
         if bad >= 0:
-            rel, pos = _OFF.unpack_from(buf, bad * 8)
+            rel, pos = _OFF.unpack_from(buf, bad * OFFSET_ENTRY_SIZE)
             problem = (f"entry {bad} (offset {base_offset + rel}, position {pos}) is out of order "
                        f"or points outside the {log_size}-byte log")
     if problem is not None:
@@ -163,11 +233,16 @@ def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
     return OffsetIndex(buf, base_offset, real, path=path)
 
 
-def load_time_index(path: Optional[str], base_offset: int) -> TimeIndex:
-    """Open ``path`` as a time index, or return one marked absent/corrupt (``status``)."""
-    if path is None or not os.path.exists(path):
+def load_time_index(path: Optional[str], base_offset: int, *, storage=None) -> TimeIndex:
+    """Open ``path`` as a time index, or return one marked absent/corrupt (``status``).
+
+    Trusted when its size is a whole number of entries and its entries rise
+    strictly (timestamps, and offsets not below the base) up to a
+    zero-filled preallocated tail.
+    """
+    buf = _read(path, storage)
+    if buf is None:
         return TimeIndex(b"", base_offset, 0, path=path, status="absent", problem="no .timeindex file")
-    buf = _map_file(path)
     size = len(buf)
     if size % TIME_ENTRY_SIZE:
         return TimeIndex(b"", base_offset, 0, path=path, status="corrupt",
@@ -181,6 +256,67 @@ def load_time_index(path: Optional[str], base_offset: int) -> TimeIndex:
         return TimeIndex(b"", base_offset, 0, path=path, status="corrupt", problem=problem)
     return TimeIndex(buf, base_offset, real, path=path)
 
+
+# -- files as written (for dumps) ------------------------------------------------------
+
+def read_offset_index_file(path: str, base_offset: Optional[int] = None, *,
+                           storage=None) -> Tuple[OffsetIndex, int]:
+    """``(index, file_size)``: every whole entry of ``path`` as written, unchecked (status
+    ``"unchecked"``, zero-filled tail included); the base offset comes from the file name."""
+    base = offset_from_file_name(path) if base_offset is None else base_offset
+    buf = (storage or storage_for(path)).read(path)
+    return (OffsetIndex(buf, base, len(buf) // OFFSET_ENTRY_SIZE, path=path, status="unchecked"),
+            len(buf))
+
+
+def read_time_index_file(path: str, base_offset: Optional[int] = None, *,
+                         storage=None) -> Tuple[TimeIndex, int]:
+    """``(index, file_size)``: every whole entry of ``path`` as written (see :func:`read_offset_index_file`)."""
+    base = offset_from_file_name(path) if base_offset is None else base_offset
+    buf = (storage or storage_for(path)).read(path)
+    return (TimeIndex(buf, base, len(buf) // TIME_ENTRY_SIZE, path=path, status="unchecked"),
+            len(buf))
+
+
+def sanity_check_offset_index(path: str, *, storage=None) -> None:
+    """Kafka's ``OffsetIndex.sanityCheck`` on the file as written; IndexCorruptError (in
+    Kafka's words) when it fails.  Weaker than :func:`load_offset_index`'s trust rule."""
+    idx, size = read_offset_index_file(path, storage=storage)
+    last = idx.entry(idx.entries - 1)[0] if idx.entries else None
+    if last is not None and last < idx.base_offset:
+        raise IndexCorruptError(
+            f"Corrupt index found, index file ({os.path.abspath(path)}) has non-zero size but the "
+            f"last offset is {last} which is less than the base offset {idx.base_offset}")
+    if size % OFFSET_ENTRY_SIZE:
+        raise IndexCorruptError(
+            f"Index file {os.path.abspath(path)} is corrupt, found {size} bytes which is neither "
+            f"positive nor a multiple of {OFFSET_ENTRY_SIZE}")
+
+
+def sanity_check_time_index(path: str, *, storage=None) -> None:
+    """Kafka's ``TimeIndex.sanityCheck`` on the file as written; IndexCorruptError (in Kafka's
+    words) when it fails."""
+    idx, size = read_time_index_file(path, storage=storage)
+    if idx.entries:
+        first_ts = idx.entry(0)[0]
+        last_ts, last_off = idx.entry(idx.entries - 1)
+        if last_ts < first_ts:
+            raise IndexCorruptError(
+                f"Corrupt time index found, time index file ({os.path.abspath(path)}) has non-zero "
+                f"size but the last timestamp is {last_ts} which is less than the first timestamp "
+                f"{first_ts}")
+        if last_off < idx.base_offset:
+            raise IndexCorruptError(
+                f"Corrupt time index found, time index file ({os.path.abspath(path)}) has non-zero "
+                f"size but the last offset is {last_off} which is less than the first offset "
+                f"{idx.base_offset}")
+    if size % TIME_ENTRY_SIZE:
+        raise IndexCorruptError(
+            f"Time index file {os.path.abspath(path)} is corrupt, found {size} bytes which is "
+            f"neither positive nor a multiple of {TIME_ENTRY_SIZE}")
+
+
+# -- building ------------------------------------------------------------------------
 
 class IndexBuilder:
     """Builds ``.index``/``.timeindex`` entries the way a broker does.
@@ -237,17 +373,19 @@ class IndexBuilder:
         return self._maybe_time_entry()
 
     def offset_index_bytes(self) -> bytes:
-        return b"".join(_OFF.pack(o - self.base_offset, p) for o, p in self.offset_entries)
+        return b"".join(pack_offset_entry(self.base_offset, o, p) for o, p in self.offset_entries)
 
     def time_index_bytes(self) -> bytes:
-        return b"".join(_TIME.pack(t, o - self.base_offset) for t, o in self.time_entries)
+        return b"".join(pack_time_entry(self.base_offset, t, o) for t, o in self.time_entries)
 
 
 def pack_offset_entry(base_offset: int, offset: int, position: int) -> bytes:
+    """One ``.index`` entry: ``offset`` relative to the segment's base, and the ``.log`` position."""
     return _OFF.pack(offset - base_offset, position)
 
 
 def pack_time_entry(base_offset: int, timestamp: int, offset: int) -> bytes:
+    """One ``.timeindex`` entry: ``timestamp`` and ``offset`` relative to the segment's base."""
     return _TIME.pack(timestamp, offset - base_offset)
 
 
@@ -255,7 +393,6 @@ def build_indexes(headers, base_offset: int,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> Tuple[OffsetIndex, TimeIndex]:
     """Indexes rebuilt in memory from a header scan (Kafka's ``LogSegment.recover`` rule:
     one batch per append, time entries naming the batch's last offset)."""
-    from kafkawire import _scan_common as C
     b = IndexBuilder(base_offset, index_interval_bytes)
     for row in headers.tolist():
         b.append(row[C.POSITION], row[C.SIZE], row[C.LAST_OFFSET], row[C.MAX_TIMESTAMP],

@@ -1,17 +1,25 @@
-"""A partition: the segments of one ``<topic>-<partition>`` folder, read as one log."""
+"""A partition: the segments of one ``<topic>-<partition>`` folder, read as one log.
+
+``Log.segments`` is a snapshot: a tuple that :meth:`Log.refresh` replaces
+rather than edits, with a new ``Segment`` for a file that grew, so a reader
+that took it (every iterator here does, when it starts) keeps reading the
+segments and bytes it started with.
+"""
 from __future__ import annotations
 
 import bisect
 import itertools
 import os
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, Optional, Tuple
 
-from kafkawire import _kernels as K
-from kafkawire import _scan_common as C
 from kafkawire.errors import LogError
 from kafkawire.log import files as F
 from kafkawire.log import isolation as I
+from kafkawire.log.recover import RecoverReport, recover_log
 from kafkawire.log.segment import Segment
+from kafkawire.log.storage import storage_for
+from kafkawire.log.verify import VerifyReport, verify_log
+from kafkawire.records.columnar import iter_column_chunks
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 _INF = float("inf")
@@ -24,41 +32,52 @@ class Log:
     through each segment's (untrusted) indexes, falling back to scanning.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, storage=None) -> None:
         self.path = os.path.abspath(path)
+        self.storage = storage or storage_for(self.path)
         parsed = F.parse_partition_dir_name(os.path.basename(self.path.rstrip(os.sep)))
         self.topic: Optional[str] = parsed[0] if parsed else None
         self.partition: Optional[int] = parsed[1] if parsed else None
-        self.segments: List[Segment] = []
-        self.files: F.PartitionFiles = F.list_partition(self.path)
+        self._snapshot: Tuple[Tuple[Segment, ...], list] = ((), [])
         self.refresh()
 
     @classmethod
-    def open(cls, partition_dir) -> "Log":
+    def open(cls, partition_dir, *, storage=None) -> "Log":
         """Open a ``<topic>-<partition>`` folder (any folder of segment files works)."""
         path = os.fspath(partition_dir)
-        if not os.path.isdir(path):
+        storage = storage or storage_for(path)
+        if not storage.isdir(path):
             raise LogError(f"{path} is not a directory; give a partition folder like "
                            "/var/lib/kafka/data/orders-0")
-        return cls(path)
+        return cls(path, storage=storage)
 
     def refresh(self) -> None:
-        """Pick up appended bytes and new segments (a writer may be active)."""
-        self.files = F.list_partition(self.path)
+        """Pick up appended bytes and new segments (a writer may be active).
+
+        Builds a new :attr:`segments` snapshot: segments whose files and size
+        are unchanged are kept, others are opened afresh.  Segments left out
+        are not closed here (a reader may still hold them); they close when
+        nothing refers to them, or with :meth:`close` while still listed.
+        """
+        self.files: F.PartitionFiles = F.list_partition(self.path, self.storage)
         old = {s.base_offset: s for s in self.segments}
         segs = []
         for sf in self.files.segments:
-            seg = old.pop(sf.base_offset, None)
-            if seg is None:
-                seg = Segment(sf)
-            else:
-                seg.files = sf
-                seg.refresh()
+            seg = old.get(sf.base_offset)
+            if seg is None or seg.files != sf or seg.size != self.storage.size(sf.log):
+                seg = Segment(sf, storage=self.storage)
             segs.append(seg)
-        for seg in old.values():
-            seg.close()
-        self.segments = segs
-        self._bases = [s.base_offset for s in segs]
+        self.segments = tuple(segs)
+
+    @property
+    def segments(self) -> Tuple[Segment, ...]:
+        """The segments, by base offset: a snapshot (see the module docstring)."""
+        return self._snapshot[0]
+
+    @segments.setter
+    def segments(self, segments) -> None:
+        segments = tuple(segments)
+        self._snapshot = (segments, [s.base_offset for s in segments])
 
     def close(self) -> None:
         for seg in self.segments:
@@ -77,13 +96,15 @@ class Log:
     @property
     def start_offset(self) -> int:
         """Base offset of the first segment (0 for an empty folder)."""
-        return self.segments[0].base_offset if self.segments else 0
+        segs = self.segments
+        return segs[0].base_offset if segs else 0
 
     @property
     def next_offset(self) -> int:
         """One past the last offset written (the log end offset)."""
-        last_base = self.segments[-1].base_offset if self.segments else 0
-        for seg in reversed(self.segments):
+        segs = self.segments
+        last_base = segs[-1].base_offset if segs else 0
+        for seg in reversed(segs):
             if seg.size:
                 # a freshly rolled, still empty segment is named by the next offset
                 return max(seg.next_offset, last_base)
@@ -94,16 +115,20 @@ class Log:
         return sum(s.size for s in self.segments)
 
     # -- lookups ------------------------------------------------------------
-    def _segment_index(self, offset: int) -> int:
-        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+    def _locate(self, offset: int) -> Optional[Tuple[Tuple[Segment, ...], int, int]]:
+        """``(segments, index, position)``: the first batch whose last offset is >= ``offset``,
+        in the snapshot taken now."""
+        segs, bases = self._snapshot
+        for i in range(max(bisect.bisect_right(bases, offset) - 1, 0), len(segs)):
+            found = segs[i].locate(offset)
+            if found is not None:
+                return segs, i, found[0]
+        return None
 
     def locate(self, offset: int) -> Optional[Tuple[Segment, int]]:
         """``(segment, position)`` of the first batch whose last offset is >= ``offset``."""
-        for i in range(self._segment_index(offset), len(self.segments)):
-            found = self.segments[i].locate(offset)
-            if found is not None:
-                return self.segments[i], found[0]
-        return None
+        found = self._locate(offset)
+        return None if found is None else (found[0][found[1]], found[2])
 
     def find_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
         """``(offset, timestamp)`` of the first record whose timestamp is >= ``timestamp``.
@@ -113,8 +138,9 @@ class Log:
         broker, a miss there (possible with out-of-order timestamps) moves on
         to the next segment instead of answering "none".
         """
-        start = self.start_offset
-        for seg in self.segments:
+        segs = self.segments
+        start = segs[0].base_offset if segs else 0
+        for seg in segs:
             if seg.size and seg.max_timestamp >= timestamp:
                 found = seg.find_timestamp(timestamp, start)
                 if found is not None:
@@ -142,12 +168,12 @@ class Log:
         return (s, e) if s < e else None
 
     def _raw_batches(self, s, e, verify_crc: bool):
-        found = self.locate(s)
+        found = self._locate(s)
         if found is None:
             return
-        seg0, pos = found
-        for seg in self.segments[self.segments.index(seg0):]:
-            for batch in seg.batches(pos if seg is seg0 else 0, verify_crc=verify_crc):
+        segs, first, pos = found
+        for k in range(first, len(segs)):
+            for batch in segs[k].batches(pos if k == first else 0, verify_crc=verify_crc):
                 if batch.base_offset >= e and batch.last_offset >= e:
                     return
                 yield batch
@@ -156,43 +182,13 @@ class Log:
                              end_offset: Optional[int] = None) -> I.AbortedRanges:
         """Aborted transactions touching ``[start_offset, end_offset)``, from control
         markers (scanning on until every transaction open at the end resolves) and
-        ``.txnindex`` files."""
+        ``.txnindex`` files; ``last_stable_offset`` is set when a transaction is still open."""
         s = self.start_offset if start_offset is None else start_offset
-        e = _INF if end_offset is None else end_offset
-        found = self.locate(s)
-        segs_rows = []
-
-        def rows():
-            if found is None:
-                return
-            seg0, pos = found
-            open_pids = set()
-            for seg in self.segments[self.segments.index(seg0):]:
-                segs_rows.append(seg)
-                hdr = seg.headers(pos if seg is seg0 else 0)
-                for r in hdr.tolist():
-                    if r[C.BASE_OFFSET] >= e and not open_pids:
-                        return
-                    attrs = r[C.ATTRIBUTES]
-                    v2 = r[C.MAGIC] == 2
-                    txn = v2 and bool(attrs & C.TRANSACTIONAL_MASK)
-                    ctrl = v2 and bool(attrs & C.CONTROL_MASK)
-                    if txn:
-                        if ctrl:
-                            open_pids.discard(r[C.PRODUCER_ID])
-                        else:
-                            open_pids.add(r[C.PRODUCER_ID])
-                    yield (r[C.BASE_OFFSET], r[C.LAST_OFFSET], r[C.PRODUCER_ID], txn, ctrl,
-                           (seg, r[C.POSITION]))
-
-        def control_type(row):
-            seg, pos = row[5]
-            return seg.batch_at(pos).control_type
-
-        ranges = I.compute(rows(), control_type)
-        for seg in segs_rows:
-            ranges.add_txns(seg.aborted_transactions())
-        return ranges
+        found = self._locate(s)
+        if found is None:
+            return I.AbortedRanges()
+        segs, first, pos = found
+        return I.scan_aborted(segs[first:], pos, end_offset)
 
     def batches(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
                 start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None, *,
@@ -263,29 +259,28 @@ class Log:
         ``ColumnChunk`` objects: numpy arrays of offsets, timestamps, keys, values, headers), one
         segment at a time: deep decoding with no Python object per record.  Control
         records are never included; isolation is read_uncommitted."""
-        from kafkawire.records.columnar import iter_column_chunks
         rng = self._resolve(start_offset, end_offset, start_timestamp, end_timestamp)
         if rng is None:
             return
         s, e = rng
-        found = self.locate(s)
+        found = self._locate(s)
         if found is None:
             return
-        seg0, pos = found
-        for seg in self.segments[self.segments.index(seg0):]:
+        segs, first, pos = found
+        for k in range(first, len(segs)):
+            seg = segs[k]
             if seg.base_offset >= e:
                 return
-            yield from iter_column_chunks(seg.buffer, start=pos if seg is seg0 else 0,
-                                          start_offset=s, end_offset=None if e == _INF else e,
+            yield from iter_column_chunks(seg.buffer, start=pos if k == first else 0,
+                                          end=seg.size, start_offset=s,
+                                          end_offset=None if e == _INF else e,
                                           include_headers=include_headers, max_records=max_records)
 
     # -- checking -----------------------------------------------------------
-    def verify(self, *, check_indexes: bool = True, deep: bool = False):
+    def verify(self, *, check_indexes: bool = True, deep: bool = False) -> VerifyReport:
         """Check every batch and index entry; a :class:`~kafkawire.log.verify.VerifyReport`."""
-        from kafkawire.log.verify import verify_log
         return verify_log(self, check_indexes=check_indexes, deep=deep)
 
-    def recover(self, apply: bool = False, **kwargs):
+    def recover(self, apply: bool = False, **kwargs) -> RecoverReport:
         """Kafka's ``LogSegment.recover`` over every segment (dry run unless ``apply``)."""
-        from kafkawire.log.recover import recover_log
         return recover_log(self, apply=apply, **kwargs)

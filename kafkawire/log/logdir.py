@@ -7,16 +7,10 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 from kafkawire.errors import LogError
 from kafkawire.log import files as F
 from kafkawire.log.log import Log
+from kafkawire.log.storage import storage_for
+from kafkawire.log.verify import VerifyReport
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def _looks_like_partition(path: str) -> bool:
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return False
-    return any(F.parse_segment_file_name(n) for n in names)
 
 
 class LogDir:
@@ -25,7 +19,7 @@ class LogDir:
     Each folder given may be a broker's ``log.dirs`` entry (its
     ``<topic>-<partition>`` subfolders are opened; checkpoint files and
     folders being deleted, ``-future`` or ``-stray`` replicas are skipped) or
-    a partition folder itself.
+    a partition folder itself (see :func:`kafkawire.log.files.find_partitions`).
     """
 
     def __init__(self, logs: Dict[Tuple[str, int], Log], roots: List[str]) -> None:
@@ -33,7 +27,7 @@ class LogDir:
         self.roots = roots
 
     @classmethod
-    def open(cls, log_dirs: Union[PathLike, Iterable[PathLike]]) -> "LogDir":
+    def open(cls, log_dirs: Union[PathLike, Iterable[PathLike]], *, storage=None) -> "LogDir":
         """Open one folder or an iterable of folders (a comma-separated string works too)."""
         if isinstance(log_dirs, (str, os.PathLike)):
             roots = [p for p in os.fspath(log_dirs).split(",") if p]
@@ -41,24 +35,14 @@ class LogDir:
             roots = [os.fspath(p) for p in log_dirs]
         logs: Dict[Tuple[str, int], Log] = {}
         for root in roots:
-            if not os.path.isdir(root):
-                raise LogError(f"{root} is not a directory; give a broker log.dirs folder or a "
-                               "<topic>-<partition> folder")
-            parsed = F.parse_partition_dir_name(os.path.basename(os.path.abspath(root)))
-            if parsed and _looks_like_partition(root):
-                candidates = [(parsed, root)]
-            else:
-                candidates = []
-                for name in sorted(os.listdir(root)):
-                    full = os.path.join(root, name)
-                    p = F.parse_partition_dir_name(name)
-                    if p is not None and os.path.isdir(full):
-                        candidates.append((p, full))
-            for key, path in candidates:
+            st = storage or storage_for(root)
+            for path, key in F.find_partitions(root, st):
+                if key is None:
+                    continue   # segments in a folder not named <topic>-<partition>
                 if key in logs:
                     raise LogError(f"partition {key[0]}-{key[1]} appears in both {logs[key].path} and "
                                    f"{path}; open the folders separately")
-                logs[key] = Log.open(path)
+                logs[key] = Log.open(path, storage=st)
         return cls(logs, roots)
 
     def __iter__(self) -> Iterator[Log]:
@@ -113,7 +97,6 @@ class LogDir:
 
     def verify(self, **kwargs):
         """A combined :class:`~kafkawire.log.verify.VerifyReport` over every partition."""
-        from kafkawire.log.verify import VerifyReport
         report = VerifyReport()
         for log in self:
             report.merge(log.verify(**kwargs))

@@ -22,9 +22,10 @@ from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
 from kafkawire import _scan_common as C
+from kafkawire.log.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from kafkawire.log.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
 from kafkawire.log.txnindex import pack_txn_entry, read_txn_index
-from kafkawire.log.verify import _STATUS_TEXT, VerifyReport, _check_indexes
+from kafkawire.log.verify import STATUS_TEXT, VerifyReport, check_segment_indexes
 
 _INT32_MAX = 0x7FFFFFFF
 
@@ -110,7 +111,7 @@ def _recover_segment(seg, interval: int):
         n += 1
     else:
         if status != C.OK:
-            problem = _STATUS_TEXT.get(status, ("corrupt", "unreadable batch"))[1]
+            problem = STATUS_TEXT.get(status, ("corrupt", "unreadable batch"))[1]
     b.finish()
     rec = SegmentRecovery(seg.path, seg.size, valid, n, problem, valid if problem else None,
                           next_offset=next_offset)
@@ -118,7 +119,7 @@ def _recover_segment(seg, interval: int):
     # (an index built from other appends, e.g. follower chunks, is kept when it is right).
     kept = rows[:n]
     check = VerifyReport()
-    _check_indexes(seg, check, kept[:, C.POSITION].tolist(), _first_offsets(kept),
+    check_segment_indexes(seg, check, kept[:, C.POSITION].tolist(), _first_offsets(kept),
                    kept[:, C.LAST_OFFSET].tolist(), kept[:, C.MAX_TIMESTAMP].tolist())
     absent = seg.files.index is None or seg.files.timeindex is None
     rec.index_rebuilt = bool(check.problems) or (absent and n > 0)
@@ -140,7 +141,7 @@ def _write_atomic(path: str, data: bytes) -> None:
 
 
 def _stem(seg) -> str:
-    return seg.path[:-len(".log")]
+    return seg.path[:-len(LOG_SUFFIX)]
 
 
 def recover_log(log, apply: bool = False, *,
@@ -187,15 +188,15 @@ def recover_log(log, apply: bool = False, *,
             if seg.files.txnindex:
                 _write_atomic(seg.files.txnindex, b"".join(pack_txn_entry(t) for t in txns))
         if rec.index_rebuilt or rec.truncated_bytes:
-            _write_atomic(stem + ".index", builder.offset_index_bytes())
-            _write_atomic(stem + ".timeindex", builder.time_index_bytes())
+            _write_atomic(stem + INDEX_SUFFIX, builder.offset_index_bytes())
+            _write_atomic(stem + TIME_INDEX_SUFFIX, builder.time_index_bytes())
     for seg in later:
         for p in (seg.files.log, seg.files.index, seg.files.timeindex, seg.files.txnindex):
             if p and os.path.exists(p):
                 saved = f"{p}.cut-{stamp}"
                 os.replace(p, saved)
                 report.saved_files.append(saved)
-    log.segments = []
+    log.segments = ()
     log.refresh()
     return report
 

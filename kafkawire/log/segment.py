@@ -1,16 +1,17 @@
-"""One log segment: a memory-mapped ``.log`` with its indexes.
+"""One log segment: a ``.log`` with its indexes, mapped when first read.
 
 Batches are found from their headers alone (``K.scan_batches``: no payload
 is copied or decompressed); batch objects and records are built only when
 asked for.  Indexes are loaded untrusted (see :mod:`kafkawire.log.index`):
 when one is absent, corrupt or proves stale during a lookup, the segment
-rebuilds both in memory from a header scan and carries on.
+rebuilds both in memory from a header scan and carries on.  The log end
+offset, the largest timestamp and lookups by offset or time are answered
+here, for ``Log`` and the Spark planner alike.
 """
 from __future__ import annotations
 
-import mmap
 import os
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -18,7 +19,9 @@ from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log import files as F
 from kafkawire.log.index import (OffsetIndex, TimeIndex, build_indexes,
                                  load_offset_index, load_time_index)
+from kafkawire.log.storage import MappedFile, storage_for
 from kafkawire.log.txnindex import AbortedTxn, read_txn_index
+from kafkawire.records import iter_batches
 
 #: Batches read per header-scan call during lookups.
 _LOOKUP_CHUNK = 8
@@ -27,70 +30,74 @@ _LOOKUP_CHUNK = 8
 class Segment:
     """A segment of a partition: ``<base>.log`` plus ``.index``/``.timeindex``/``.txnindex``.
 
-    ``size`` is the byte size mapped when opened (or last :meth:`refresh`\\ ed):
-    a reader sees that prefix of a segment another process appends to.
+    ``size`` is the byte size of the ``.log`` when the segment was opened (or
+    last :meth:`refresh`\\ ed): a reader sees that prefix of a segment another
+    process appends to.  The file is mapped on first read, not at opening.
     """
 
-    def __init__(self, files: F.SegmentFiles) -> None:
+    def __init__(self, files: F.SegmentFiles, *, size: Optional[int] = None, storage=None) -> None:
         if files.log is None:
             raise LogError(f"segment {files.base_offset} has no .log file")
         self.files = files
         self.base_offset = files.base_offset
         self.path = files.log
-        self._buf = b""
-        self._mm: Optional[mmap.mmap] = None
-        self._map()
+        self.storage = storage or storage_for(files.log)
+        self._mapped: Optional[MappedFile] = None
+        if size is None:
+            size = self._stat()
+        self.size = size
+        self._reset()
 
     # -- opening ------------------------------------------------------------
     @classmethod
     def open(cls, path: str) -> "Segment":
         """Open the segment whose ``.log`` (or any sibling segment file) is ``path``."""
-        parsed = F.parse_segment_file_name(os.path.basename(path))
-        if parsed is None:
-            raise LogError(f"{path}: not a segment file (expected <20-digit base offset>.log)")
-        base = parsed[0]
-        folder = os.path.dirname(os.path.abspath(path))
-        stem = os.path.join(folder, F.segment_file_name(base, ""))
-        sf = F.SegmentFiles(base)
-        for suffix in F.SEGMENT_SUFFIXES + (F.SNAPSHOT_SUFFIX,):
-            if os.path.exists(stem + suffix):
-                setattr(sf, suffix[1:], stem + suffix)
+        sf = F.segment_files(path)
         if sf.log is None:
+            stem = os.path.join(os.path.dirname(os.path.abspath(path)),
+                                F.segment_file_name(sf.base_offset, ""))
             raise LogError(f"{stem}.log does not exist")
         return cls(sf)
 
-    def _map(self) -> None:
-        self._offset_index: Optional[OffsetIndex] = None
-        self._time_index: Optional[TimeIndex] = None
-        self._tail: Optional[Tuple[int, int, int]] = None  # (next_offset, max_ts, valid_end)
+    def _stat(self) -> int:
         try:
-            with open(self.path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                old = self._mm
-                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+            return self.storage.size(self.path)
         except OSError as exc:
             raise LogError(f"cannot open {self.path}: {exc}") from exc
-        self._buf = self._mm if self._mm is not None else b""
-        self.size = size
-        if old is not None:
-            _close_quietly(old)
+
+    def _reset(self) -> None:
+        self._disk_offset_index: Optional[OffsetIndex] = None
+        self._disk_time_index: Optional[TimeIndex] = None
+        self._offset_index: Optional[OffsetIndex] = None
+        self._time_index: Optional[TimeIndex] = None
+        self._end: Optional[Tuple[int, int]] = None      # (next_offset, end of readable batches)
+        self._max_ts: Optional[int] = None
 
     def refresh(self) -> bool:
-        """Re-map the ``.log`` if it changed size (a writer appended); True if it did."""
+        """Take in bytes appended since opening (re-mapping on next read); True if the size changed.
+
+        A ``Log`` does not refresh its segments in place: it opens a new
+        ``Segment`` for a file that grew, so readers holding the old one keep
+        the bytes they started with.
+        """
         try:
-            size = os.path.getsize(self.path)
+            size = self.storage.size(self.path)
         except OSError:
             return False
         if size == self.size:
             return False
-        self._map()
+        self._unmap()
+        self.size = size
+        self._reset()
         return True
 
     def close(self) -> None:
-        if self._mm is not None:
-            _close_quietly(self._mm)
-            self._mm = None
-        self._buf = b""
+        self._unmap()
+
+    def _unmap(self) -> None:
+        if self._mapped is not None:
+            self._mapped.close()
+            self._mapped = None
 
     def __enter__(self) -> "Segment":
         return self
@@ -103,25 +110,50 @@ class Segment:
 
     @property
     def buffer(self):
-        """The mapped ``.log`` bytes (an mmap, or ``b""`` for an empty file)."""
-        return self._buf
+        """The ``.log``'s first ``size`` bytes, memory-mapped (``b""`` when empty)."""
+        if self._mapped is None:
+            if not self.size:
+                return b""
+            try:
+                self._mapped = self.storage.map(self.path, self.size)
+            except OSError as exc:
+                raise LogError(f"cannot open {self.path}: {exc}") from exc
+        return self._mapped.data
 
     # -- indexes ------------------------------------------------------------
     @property
+    def disk_offset_index(self) -> OffsetIndex:
+        """The ``.index`` file if it passes the trust rules, else an empty index saying why
+        (``status``, ``problem``); never rebuilt from the log (planning reads indexes only)."""
+        if self._disk_offset_index is None:
+            self._disk_offset_index = load_offset_index(self.files.index, self.base_offset, self.size,
+                                                        trim_past_end=True, storage=self.storage)
+        return self._disk_offset_index
+
+    @property
+    def disk_time_index(self) -> TimeIndex:
+        """The ``.timeindex`` file if it passes the trust rules, else an empty index saying why."""
+        if self._disk_time_index is None:
+            self._disk_time_index = load_time_index(self.files.timeindex, self.base_offset,
+                                                    storage=self.storage)
+        return self._disk_time_index
+
+    @property
     def offset_index(self) -> OffsetIndex:
+        """The offset index to search: the file's, or one rebuilt from the log when it is not trusted."""
         if self._offset_index is None:
             self._load_indexes()
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
+        """The time index to search: the file's, or one rebuilt from the log when it is not trusted."""
         if self._time_index is None:
             self._load_indexes()
         return self._time_index
 
     def _load_indexes(self) -> None:
-        off = load_offset_index(self.files.index, self.base_offset, self.size, trim_past_end=True)
-        tim = load_time_index(self.files.timeindex, self.base_offset)
+        off, tim = self.disk_offset_index, self.disk_time_index
         if off.status == "ok" and tim.status == "ok":
             self._offset_index, self._time_index = off, tim
             return
@@ -132,8 +164,7 @@ class Segment:
         self._rebuild_indexes(off.problem if off.status != "ok" else tim.problem)
 
     def _rebuild_indexes(self, problem: Optional[str]) -> None:
-        headers = self.headers()
-        off, tim = build_indexes(headers, self.base_offset)
+        off, tim = build_indexes(self.headers(), self.base_offset)
         off.problem = tim.problem = problem
         self._offset_index, self._time_index = off, tim
 
@@ -146,15 +177,39 @@ class Segment:
                 out.append(idx.problem)
         return out
 
+    def positions_are_batches(self, positions: Sequence[int]) -> bool:
+        """Whether each position (an index entry's) holds a plausible batch header: known magic,
+        a length at least the minimum that ends inside the segment.  Reads 17 bytes per position,
+        without mapping the file."""
+        want = []
+        for p in positions:
+            p = int(p)
+            if p == 0 or p == self.size:
+                continue
+            if not 0 < p < self.size:
+                return False
+            want.append(p)
+        if not want:
+            return True
+        heads = self.storage.read_ranges(self.path, [(p, C.MAGIC_OFFSET + 1) for p in want])
+        for pos, head in zip(want, heads):
+            if len(head) <= C.MAGIC_OFFSET:
+                return False
+            length = int.from_bytes(head[8:12], "big", signed=True)
+            if (head[C.MAGIC_OFFSET] > 2 or length < C.MIN_LENGTH
+                    or pos + C.LOG_OVERHEAD + length > self.size):
+                return False
+        return True
+
     def aborted_transactions(self) -> List[AbortedTxn]:
         """Entries of this segment's ``.txnindex`` ([] when absent)."""
-        return read_txn_index(self.files.txnindex)
+        return read_txn_index(self.files.txnindex, storage=self.storage)
 
     # -- scanning -----------------------------------------------------------
     def scan(self, start: int = 0, end: int = -1, max_count: int = -1, check_crc: bool = False):
         """``K.scan_batches`` over this segment: ``(headers, stop_position, status)``."""
         end = self.size if end < 0 or end > self.size else end
-        return K.scan_batches(self._buf, start, end, max_count, check_crc)
+        return K.scan_batches(self.buffer, start, end, max_count, check_crc)
 
     def headers(self, start: int = 0, end: int = -1):
         """Header rows (see :mod:`kafkawire._scan_common`) of the readable batches."""
@@ -163,16 +218,16 @@ class Segment:
     def batches(self, start_position: int = 0, end_position: Optional[int] = None, *,
                 verify_crc: bool = False):
         """Batch objects from ``start_position``; a trailing partial batch ends iteration."""
-        from kafkawire.records import iter_batches
+        buf = self.buffer
         end = self.size if end_position is None else min(end_position, self.size)
         try:
-            yield from iter_batches(self._buf, start=start_position, end=end, verify_crc=verify_crc)
+            yield from iter_batches(buf, start=start_position, end=end, verify_crc=verify_crc)
         except CorruptRecordError as exc:
             # A zero-filled tail (preallocated file, or a crash before the data reached
             # disk) ends the readable log, as a preallocated index's zero tail does;
             # verify() still reports it and recover() truncates it.
             if (exc.reason == "length" and exc.position is not None
-                    and K.buffer_is_zero(self._buf, exc.position, end)):
+                    and K.buffer_is_zero(buf, exc.position, end)):
                 return
             raise exc.at(path=self.path) from None
 
@@ -201,9 +256,10 @@ class Segment:
         return None if found == "stale" else found
 
     def _scan_for_offset(self, pos: int, offset: int, entry_offset: Optional[int]):
+        buf = self.buffer
         first = True
         while pos < self.size:
-            rows, stop, status = K.scan_batches(self._buf, pos, self.size, _LOOKUP_CHUNK, False)
+            rows, stop, status = K.scan_batches(buf, pos, self.size, _LOOKUP_CHUNK, False)
             if first and entry_offset is not None:
                 # The entry's batch must start at or before the entry's offset.  A compressed
                 # v0/v1 wrapper is skipped: its header carries its *last* inner offset, and
@@ -220,44 +276,68 @@ class Segment:
             pos = stop
         return None
 
-    def _tail_info(self) -> Tuple[int, int, int]:
-        """``(next_offset, max_timestamp, end_of_readable_batches)``, cached per size."""
-        if self._tail is None:
-            idx = self.offset_index
-            tim = self.time_index
-            max_ts, ts_offset = tim.last_entry
-            # Batches before the last offset entry are covered by the time index's last entry
-            # (a broker adds both together); with no time entries at all, scan everything.
-            start = idx.lookup(max(idx.last_offset, ts_offset))[1] if idx.entries and tim.entries else 0
-            next_offset = self.base_offset
-            rows, stop, _ = K.scan_batches(self._buf, start, self.size, -1, False)
+    def offset_at(self, position: int) -> Optional[int]:
+        """First offset of the batch starting at ``position`` (its header's base offset), or None."""
+        if position >= self.size:
+            return None
+        rows = self.scan(position, -1, 1)[0]
+        return int(rows[0, C.BASE_OFFSET]) if len(rows) else None
+
+    def _end_info(self) -> Tuple[int, int]:
+        """``(next_offset, end_of_readable_batches)``, scanned from the last offset-index entry."""
+        if self._end is None:
+            idx = self._offset_index if self._offset_index is not None else self.disk_offset_index
+            start = idx.entry(idx.entries - 1)[1] if idx.entries else 0
+            rows, stop, _ = self.scan(start)
             if len(rows) == 0 and start > 0:
-                rows, stop, _ = K.scan_batches(self._buf, 0, self.size, -1, False)
+                rows, stop, _ = self.scan(0)
             if len(rows):
                 next_offset = int(rows[-1, C.LAST_OFFSET]) + 1
-                max_ts = max(max_ts, int(rows[:, C.MAX_TIMESTAMP].max()))
             elif idx.entries:
                 next_offset = idx.last_offset + 1
-            self._tail = (next_offset, max_ts, stop)
-        return self._tail
+            else:
+                next_offset = self.base_offset
+            self._end = (next_offset, int(stop))
+        return self._end
 
     @property
     def next_offset(self) -> int:
         """One past the last offset of the last complete batch (base offset if empty)."""
-        return self._tail_info()[0]
+        return self._end_info()[0]
+
+    @property
+    def valid_end(self) -> int:
+        """Byte position where the readable batches end (a partial or damaged tail starts there)."""
+        return self._end_info()[1]
 
     @property
     def max_timestamp(self) -> int:
-        """Largest batch max-timestamp in the segment (-1 when it has none, e.g. magic 0)."""
-        return self._tail_info()[1]
+        """Largest batch max-timestamp in the segment (-1 when it has none, e.g. magic 0).
+
+        The time index's last entry covers every batch before the offset
+        index's last entry (a broker adds both together); the batches from
+        there on are scanned.
+        """
+        if self._max_ts is None:
+            idx, tim = self.offset_index, self.time_index
+            max_ts, ts_offset = tim.last_entry
+            start = idx.lookup(max(idx.last_offset, ts_offset))[1] if idx.entries and tim.entries else 0
+            rows = self.scan(start)[0]
+            if len(rows) == 0 and start > 0:
+                rows = self.scan(0)[0]
+            if len(rows):
+                max_ts = max(max_ts, int(rows[:, C.MAX_TIMESTAMP].max()))
+            self._max_ts = max_ts
+        return self._max_ts
 
     def find_timestamp(self, timestamp: int, starting_offset: int = 0) -> Optional[Tuple[int, int]]:
         """First ``(offset, timestamp)`` at or after ``starting_offset`` whose timestamp is
         >= ``timestamp`` (Kafka's ``LogSegment.findOffsetByTimestamp``), or None."""
         _, ts_offset = self.time_index.lookup(timestamp)
         pos = self.offset_index.lookup(max(ts_offset, starting_offset))[1]
+        buf = self.buffer
         while pos < self.size:
-            rows, stop, status = K.scan_batches(self._buf, pos, self.size, _LOOKUP_CHUNK, False)
+            rows, stop, status = K.scan_batches(buf, pos, self.size, _LOOKUP_CHUNK, False)
             for row in rows.tolist():
                 if row[C.MAX_TIMESTAMP] >= timestamp and row[C.LAST_OFFSET] >= starting_offset:
                     found = self._search_batch(row, timestamp, starting_offset)
@@ -268,7 +348,6 @@ class Segment:
             pos = stop
         return None
 
-
     def _search_batch(self, row, timestamp: int, starting_offset: int) -> Optional[Tuple[int, int]]:
         """First record of the batch in ``row`` at/after both targets (Kafka's searchForTimestamp)."""
         attrs = row[C.ATTRIBUTES]
@@ -277,7 +356,7 @@ class Segment:
             pos = row[C.POSITION]
             log_append = bool(attrs & C.TIMESTAMP_TYPE_MASK)
             status, off, ts = K.records_find_timestamp(
-                self._buf, pos + C.V2_RECORDS_START, pos + row[C.SIZE], row[C.RECORD_COUNT],
+                self.buffer, pos + C.V2_RECORDS_START, pos + row[C.SIZE], row[C.RECORD_COUNT],
                 row[C.BASE_OFFSET], row[C.FIRST_TIMESTAMP],
                 -(1 << 63) if log_append else timestamp, starting_offset)
             if status == 0:
@@ -288,11 +367,3 @@ class Segment:
             if rec.timestamp >= timestamp and rec.offset >= starting_offset:
                 return rec.offset, rec.timestamp
         return None
-
-
-def _close_quietly(mm: mmap.mmap) -> None:
-    try:
-        mm.close()
-    except BufferError:
-        # Batch objects still hold views into the map; it closes when they are gone.
-        pass

@@ -6,19 +6,22 @@ offset), int64 last stable offset at the time of the abort.
 """
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 from kafkawire.errors import IndexCorruptError
+from kafkawire.log.storage import storage_for
 
 TXN_ENTRY_SIZE = 34
+TXN_ENTRY_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
 
 
 @dataclass(frozen=True)
 class AbortedTxn:
+    """One aborted transaction: its producer, first offset, abort marker offset and the LSO then."""
+
     producer_id: int
     first_offset: int
     last_offset: int
@@ -26,30 +29,53 @@ class AbortedTxn:
     version: int = 0
 
 
-def parse_txn_index(data: bytes, path: str = "<txnindex>") -> List[AbortedTxn]:
+def iter_txn_index(data, path: Optional[str] = None) -> Iterator[Tuple[int, AbortedTxn]]:
+    """``(position, entry)`` for each entry of a ``.txnindex`` file's bytes, in file order.
+
+    Raises IndexCorruptError on reaching an entry of an unknown version, and
+    after the last whole entry when bytes are left over (so a dump can show
+    what precedes the damage).
+    """
+    where = f"{path}: " if path else ""
+    end = len(data) - len(data) % TXN_ENTRY_SIZE
+    for pos in range(0, end, TXN_ENTRY_SIZE):
+        version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
+        if version != TXN_ENTRY_VERSION:
+            raise IndexCorruptError(f"{where}unexpected aborted transaction version {version} at "
+                                    f"position {pos}; the index is damaged (Kafka rebuilds it "
+                                    "from the log)")
+        yield pos, AbortedTxn(pid, first, last, lso, version)
+    if end != len(data):
+        raise IndexCorruptError(f"{where}{len(data) - end} trailing bytes are not a whole entry of "
+                                f"{TXN_ENTRY_SIZE} bytes; the index is damaged")
+
+
+def parse_txn_index(data, path: str = "<txnindex>") -> List[AbortedTxn]:
     """Every entry of a ``.txnindex`` file's bytes; raise IndexCorruptError on a bad file."""
     if len(data) % TXN_ENTRY_SIZE:
         raise IndexCorruptError(f"{path}: size {len(data)} is not a multiple of {TXN_ENTRY_SIZE}; "
                                 "the transaction index is damaged (recover rebuilds it from the log)")
     out = []
-    for pos in range(0, len(data), TXN_ENTRY_SIZE):
-        version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
-        if version != 0:
-            raise IndexCorruptError(f"{path}: entry at position {pos} has unknown version {version}")
-        if last < first:
-            raise IndexCorruptError(f"{path}: entry at position {pos} ends ({last}) before it starts ({first})")
-        out.append(AbortedTxn(pid, first, last, lso, version))
+    for pos, txn in iter_txn_index(data, path):
+        if txn.last_offset < txn.first_offset:
+            raise IndexCorruptError(f"{path}: entry at position {pos} ends ({txn.last_offset}) "
+                                    f"before it starts ({txn.first_offset})")
+        out.append(txn)
     return out
 
 
-def read_txn_index(path: Optional[str]) -> List[AbortedTxn]:
+def read_txn_index(path: Optional[str], *, storage=None) -> List[AbortedTxn]:
     """Entries of the ``.txnindex`` at ``path`` ([] when there is none)."""
-    if path is None or not os.path.exists(path):
+    if path is None:
         return []
-    with open(path, "rb") as f:
-        return parse_txn_index(f.read(), path)
+    try:
+        data = (storage or storage_for(path)).read(path)
+    except FileNotFoundError:
+        return []
+    return parse_txn_index(data, path)
 
 
 def pack_txn_entry(txn: AbortedTxn) -> bytes:
+    """The 34 bytes of ``txn`` in a ``.txnindex``."""
     return _ENTRY.pack(txn.version, txn.producer_id, txn.first_offset, txn.last_offset,
                        txn.last_stable_offset)

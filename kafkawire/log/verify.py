@@ -23,7 +23,8 @@ from kafkawire.log.index import load_offset_index, load_time_index
 _INT32_MAX = 0x7FFFFFFF
 _V2_KNOWN_ATTRS = 0x7F
 _LEGACY_KNOWN_ATTRS = {0: 0x07, 1: 0x0F}
-_STATUS_TEXT = {
+#: Per scan status: (problem kind, what it means).
+STATUS_TEXT = {
     C.PARTIAL: ("truncated", "incomplete batch at the end of the segment (a write cut short)"),
     C.CORRUPT_LENGTH: ("length", "batch length field is invalid (a length of 0 means a zero-filled tail)"),
     C.BAD_MAGIC: ("magic", "unknown magic byte"),
@@ -135,7 +136,7 @@ def verify_segment(seg, report: VerifyReport, *, check_indexes: bool = True,
             max_ts.append(r[C.MAX_TIMESTAMP])
         if status == C.OK:
             break
-        kind, text = _STATUS_TEXT.get(status, ("corrupt", "unreadable batch"))
+        kind, text = STATUS_TEXT.get(status, ("corrupt", "unreadable batch"))
         report.add(path, stop, _offset_at(seg, stop), kind, text)
         if status == C.CRC_MISMATCH:
             nxt = stop + 12 + int.from_bytes(seg.buffer[stop + 8:stop + 12], "big")
@@ -145,7 +146,7 @@ def verify_segment(seg, report: VerifyReport, *, check_indexes: bool = True,
             continue
         break
     if check_indexes:
-        _check_indexes(seg, report, starts, bases, lasts, max_ts)
+        check_segment_indexes(seg, report, starts, bases, lasts, max_ts)
     return prev_last
 
 
@@ -165,11 +166,19 @@ def _deep_check(seg, pos: int, offset: int, path: str, report: VerifyReport) -> 
         report.add(path, pos, offset, getattr(exc, "reason", "corrupt"), str(exc))
 
 
-def _check_indexes(seg, report: VerifyReport, starts, bases, lasts, max_ts) -> None:
+def check_segment_indexes(seg, report: VerifyReport, starts, bases, lasts, max_ts) -> None:
+    """Check ``seg``'s index files against its batches into ``report``.
+
+    ``starts``/``bases``/``lasts``/``max_ts``: per readable batch, its
+    position, first offset (-1 for a compressed v0/v1 wrapper), last offset
+    and max timestamp.  The files are loaded by the trust rules of
+    :mod:`kafkawire.log.index` against the segment's size, then every entry
+    is checked against the batches.
+    """
     path = seg.path
     log_last = lasts[-1] if lasts else seg.base_offset - 1
     if seg.files.index is not None:
-        idx = load_offset_index(seg.files.index, seg.base_offset, seg.size)
+        idx = load_offset_index(seg.files.index, seg.base_offset, seg.size, storage=seg.storage)
         if idx.status != "ok":
             report.add(seg.files.index, None, None, "index", idx.problem)
         for off, pos in idx:
@@ -189,7 +198,7 @@ def _check_indexes(seg, report: VerifyReport, starts, bases, lasts, max_ts) -> N
                 report.add(seg.files.index, pos, off, "index",
                            f"offset index entry ({off}, {pos}) is past the log's last offset {log_last}")
     if seg.files.timeindex is not None:
-        tim = load_time_index(seg.files.timeindex, seg.base_offset)
+        tim = load_time_index(seg.files.timeindex, seg.base_offset, storage=seg.storage)
         if tim.status != "ok":
             report.add(seg.files.timeindex, None, None, "timeindex", tim.problem)
         for ts, off in tim:

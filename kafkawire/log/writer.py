@@ -25,7 +25,10 @@ from kafkawire.log import files as F
 from kafkawire.log.index import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_BYTES,
                                  NO_TIMESTAMP, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder,
                                  pack_offset_entry, pack_time_entry)
+from kafkawire.log.log import Log
 from kafkawire.log.txnindex import AbortedTxn, pack_txn_entry
+from kafkawire.records import (BatchBuilder, RecordBatch, control_batch, iter_batches,
+                               set_base_offset)
 
 Bytes = Union[bytes, bytearray, memoryview]
 _INT32_MAX = 0x7FFFFFFF
@@ -159,7 +162,6 @@ class LogWriter:
 
     # -- lifecycle ------------------------------------------------------------
     def _resume(self) -> None:
-        from kafkawire.log.log import Log
         listing = F.list_partition(self.path)
         if not listing.segments:
             self._open_segment(self.next_offset)
@@ -179,10 +181,10 @@ class LogWriter:
                                r[C.LAST_OFFSET])
             if seg.rolling_ts == NO_TIMESTAMP:
                 seg.rolling_ts = r[C.MAX_TIMESTAMP]
-        for i in range(len(seg.builder.offset_entries)):
-            _pwrite(seg.index_fd, pack_offset_entry(base, *seg.builder.offset_entries[i]), i * 8)
-        for i in range(len(seg.builder.time_entries)):
-            _pwrite(seg.time_fd, pack_time_entry(base, *seg.builder.time_entries[i]), i * 12)
+        for i, entry in enumerate(seg.builder.offset_entries):
+            _pwrite(seg.index_fd, pack_offset_entry(base, *entry), i * OFFSET_ENTRY_SIZE)
+        for i, entry in enumerate(seg.builder.time_entries):
+            _pwrite(seg.time_fd, pack_time_entry(base, *entry), i * TIME_ENTRY_SIZE)
 
     def _open_segment(self, base_offset: int, existing: bool = False) -> _ActiveSegment:
         self._seg = _ActiveSegment(self.path, base_offset, self.index_interval_bytes,
@@ -282,7 +284,6 @@ class LogWriter:
         go to :class:`kafkawire.records.BatchBuilder` (producer id,
         transactional, timestamp type, ...).
         """
-        from kafkawire.records import BatchBuilder
         b = BatchBuilder(magic, compression, base_offset=self.next_offset, **builder_kwargs)
         for rec in records:
             if isinstance(rec, dict):
@@ -299,7 +300,6 @@ class LogWriter:
     def append_control(self, marker: str, *, producer_id: int, producer_epoch: int,
                        coordinator_epoch: int = 0, timestamp: Optional[int] = None) -> int:
         """Append a transaction marker (``"commit"``/``"abort"``); an abort is recorded in ``.txnindex``."""
-        from kafkawire.records import control_batch
         data = control_batch(marker, base_offset=self.next_offset, producer_id=producer_id,
                              producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch,
                              timestamp=timestamp)
@@ -314,13 +314,11 @@ class LogWriter:
         first = int(rows[0, C.BASE_OFFSET])
         if rows[0, C.MAGIC] < 2 and rows[0, C.RECORD_COUNT] < 0:
             # A compressed wrapper carries its last inner offset; the first needs decompression.
-            from kafkawire.records import iter_batches
             first = next(iter(iter_batches(data))).base_offset
         if assign:
             if rows[0, C.MAGIC] == 2 and len(rows) == 1:
                 data = next_offset.to_bytes(8, "big", signed=True) + data[8:]
             else:
-                from kafkawire.records import set_base_offset
                 data = set_base_offset(data, next_offset)
             rows = K.scan_batches(data, 0, len(data), -1, False)[0]
             first = next_offset
@@ -360,7 +358,6 @@ class LogWriter:
                 pid = r[C.PRODUCER_ID]
                 if r[C.ATTRIBUTES] & C.CONTROL_MASK:
                     first = self._open_txns.pop(pid, None)
-                    from kafkawire.records import RecordBatch
                     pos = r[C.POSITION]
                     marker = RecordBatch.from_buffer(data, pos).control_type
                     if marker == "abort" and first is not None:

@@ -1,63 +1,54 @@
 """What the driver knows about the files: partitions, segments, index entries.
 
-Everything here comes from directory listings, file sizes, ``.index`` /
-``.timeindex`` entries and batch *headers* near the end of a segment (to find
-the log end offset) — never from reading whole segments.  Indexes are
-untrusted: one that fails Kafka's sanity checks, or whose entries do not land
-on a batch header, is ignored and the segment is treated as unindexed (it is
-then read whole, and cannot be split).
+A thin view of :mod:`kafkawire.log` for planning: each partition is a
+:class:`~kafkawire.log.Log`, each segment's offset index is a pair of numpy
+arrays (from the index loaded by the log's trust rules) for ``searchsorted``.
+Planning reads directory listings, file sizes, index files and batch
+*headers* near the end of a segment (the log end offset) — never whole
+segments.  A segment whose index is not trusted, or whose entries do not
+land on batch headers, is planned as unindexed: read whole by one task.
 """
 from __future__ import annotations
 
 import glob
-import mmap
 import os
-import re
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from kafkawire import _kernels as K
-from kafkawire import _scan_common as SC
+from kafkawire.log import Log, Segment
+from kafkawire.log import files as F
+from kafkawire.log.storage import map_file as _map
 from kafkawire.spark.options import OptionError
 
-_SEGMENT = re.compile(r"^(\d{20})\.log$")
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-_OFF_DTYPE = np.dtype([("rel", ">i4"), ("pos", ">i4")])
-_TIME_DTYPE = np.dtype([("ts", ">i8"), ("rel", ">i4")])
+_EMPTY = np.zeros(0, np.int64)
 
 
-@dataclass
 class SegmentInfo:
-    """One ``<base>.log`` file and its (validated) offset index."""
+    """One segment as the planner sees it: its ``.log`` and (trusted) offset-index entries."""
 
-    base: int
-    path: str
-    size: int
-    index_offsets: np.ndarray = field(repr=False)    # absolute offsets, int64
-    index_positions: np.ndarray = field(repr=False)  # file positions, int64
-    _time: Optional[Tuple[np.ndarray, np.ndarray]] = field(default=None, repr=False)
+    def __init__(self, segment: Segment) -> None:
+        self.segment = segment
+        self.base = segment.base_offset
+        self.path = segment.path
+        self.size = segment.size
+        idx = segment.disk_offset_index
+        #: Absolute offsets and file positions of the index entries (int64, for searchsorted).
+        self.index_offsets: np.ndarray = idx.offsets
+        self.index_positions: np.ndarray = idx.positions
+
+    def __repr__(self) -> str:
+        return f"SegmentInfo(base={self.base}, path={self.path!r}, size={self.size})"
 
     @property
     def stem(self) -> str:
-        return self.path[:-4]
+        return self.path[:-len(F.LOG_SUFFIX)]
 
     def time_index(self) -> Tuple[np.ndarray, np.ndarray]:
-        """(timestamps, absolute offsets) of the real, ordered ``.timeindex`` entries."""
-        if self._time is None:
-            ts = offs = np.zeros(0, np.int64)
-            raw = _read(self.stem + ".timeindex")
-            if raw:
-                n = K.time_index_real_entries(raw, len(raw) // 12)
-                bad = K.time_index_first_unordered(raw, n)
-                if bad >= 0:
-                    n = bad
-                arr = np.frombuffer(raw, _TIME_DTYPE, count=n)
-                ts = arr["ts"].astype(np.int64)
-                offs = arr["rel"].astype(np.int64) + self.base
-            self._time = (ts, offs)
-        return self._time
+        """(timestamps, absolute offsets) of the segment's time index."""
+        tim = self.segment.time_index
+        return tim.timestamps, tim.offsets
 
     def position_at_or_before(self, offset: int) -> int:
         """File position of a batch at or before the one holding ``offset`` (index lookup)."""
@@ -76,8 +67,8 @@ class SegmentInfo:
 
     def trust(self, positions) -> bool:
         """Check that index ``positions`` land on batch headers; forget the index if not."""
-        if len(self.index_positions) and not positions_are_batches(self.path, positions, self.size):
-            self.index_offsets = self.index_positions = np.zeros(0, np.int64)
+        if len(self.index_positions) and not self.segment.positions_are_batches(positions):
+            self.index_offsets = self.index_positions = _EMPTY
             return False
         return True
 
@@ -89,15 +80,18 @@ class SegmentInfo:
         return pos[lo:hi]
 
 
-@dataclass
 class PartitionInfo:
-    """One ``<topic>-<partition>`` folder."""
+    """One ``<topic>-<partition>`` folder: a :class:`~kafkawire.log.Log` and its segments' index arrays."""
 
-    topic: str
-    partition: int
-    path: str
-    segments: List[SegmentInfo]
-    _end: Optional[Tuple[int, int]] = field(default=None, repr=False)
+    def __init__(self, topic: str, partition: int, log: Log) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.log = log
+        self.path = log.path
+        self.segments: List[SegmentInfo] = [SegmentInfo(s) for s in log.segments]
+
+    def __repr__(self) -> str:
+        return f"PartitionInfo({self.topic!r}, {self.partition}, {self.path!r}, {len(self.segments)} segments)"
 
     @property
     def tp(self) -> Tuple[str, int]:
@@ -105,32 +99,20 @@ class PartitionInfo:
 
     @property
     def start_offset(self) -> int:
-        return self.segments[0].base if self.segments else 0
+        return self.log.start_offset
 
     @property
     def end_offset(self) -> int:
         """Log end offset: one past the last offset of the last complete batch."""
-        return self._log_end()[0]
+        return self.log.next_offset
 
     @property
     def end_position(self) -> int:
         """Where the last segment's complete batches end (a reader must not go past it)."""
-        return self._log_end()[1]
+        segs = self.log.segments
+        return segs[-1].valid_end if segs else 0
 
-    def _log_end(self) -> Tuple[int, int]:
-        if self._end is None:
-            self._end = (self.start_offset, 0)
-            for seg in reversed(self.segments):
-                last, stop = last_offset_in(seg, seg.index_positions[-1] if len(seg.index_positions) else 0)
-                if last is not None:
-                    self._end = (last + 1, stop)
-                    break
-                if seg is self.segments[-1]:
-                    self._end = (seg.base, stop)
-                    break
-        return self._end
-
-    def segments_for(self, start: int, end: int) -> List[Tuple[SegmentInfo, int]]:
+    def segments_for(self, start: int, end: int) -> List[Tuple[SegmentInfo, Optional[int]]]:
         """(segment, next segment's base or None) for segments that may hold offsets in [start, end)."""
         out = []
         segs = self.segments
@@ -143,22 +125,13 @@ class PartitionInfo:
             out.append((seg, nxt))
         return out
 
-
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
+    def close(self) -> None:
+        self.log.close()
 
 
 def map_file(path: str):
-    """A read-only mmap of ``path`` (or b"" for an empty file)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return b""
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    """A read-only mmap of ``path`` (or b"" for an empty file), from the log's storage."""
+    return _map(path).data
 
 
 def scan_headers(buf, start: int, end: int = -1):
@@ -166,70 +139,21 @@ def scan_headers(buf, start: int, end: int = -1):
     return K.scan_batches(buf, start, end, -1, False)
 
 
-def last_offset_in(seg: SegmentInfo, from_position: int) -> Tuple[Optional[int], int]:
-    """Last offset of the last complete batch at or after ``from_position``, and where batches end."""
-    buf = map_file(seg.path)
-    try:
-        rows, stop, _status = scan_headers(buf, int(from_position), -1)
-        if len(rows) == 0 and from_position:
-            rows, stop, _status = scan_headers(buf, 0, -1)
-        if len(rows) == 0:
-            return None, int(stop)
-        return int(rows[:, SC.LAST_OFFSET].max()), int(stop)
-    finally:
-        if isinstance(buf, mmap.mmap):
-            buf.close()
-
-
-def _load_offset_index(stem: str, base: int, log_path: str, size: int) -> Tuple[np.ndarray, np.ndarray]:
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    raw = _read(stem + ".index")
-    if not raw or size == 0:
-        return empty
-    n = K.offset_index_real_entries(raw, len(raw) // 8)
-    if n == 0 or K.offset_index_first_unordered(raw, n, size) >= 0:
-        return empty
-    arr = np.frombuffer(raw, _OFF_DTYPE, count=n)
-    return arr["rel"].astype(np.int64) + base, arr["pos"].astype(np.int64)
+def last_offset_in(seg: SegmentInfo, from_position: int = 0) -> Tuple[Optional[int], int]:
+    """Last offset of the segment's last complete batch (None if it has none), and where its
+    batches end (the log model's answer; ``from_position`` is no longer needed)."""
+    s = seg.segment
+    nxt, end = s.next_offset, s.valid_end
+    return (nxt - 1 if end > 0 else None), end
 
 
 def positions_are_batches(log_path: str, positions, size: int) -> bool:
-    """Each position must hold a plausible batch header (one 17-byte read each)."""
-    with open(log_path, "rb") as f:
-        fd = f.fileno()
-        for pos in positions:
-            pos = int(pos)
-            if pos == 0 or pos == size:
-                continue
-            head = os.pread(fd, 17, pos)
-            if len(head) < 17:
-                return False
-            length = int.from_bytes(head[8:12], "big", signed=True)
-            if head[16] > 2 or length < SC.MIN_LENGTH or pos + 12 + length > size:
-                return False
-    return True
+    """Each position must hold a plausible batch header (see ``Segment.positions_are_batches``)."""
+    return Segment(F.segment_files(log_path), size=size).positions_are_batches(positions)
 
 
 def open_partition(path: str, topic: str, partition: int) -> PartitionInfo:
-    segs = []
-    for name in os.listdir(path):
-        m = _SEGMENT.match(name)
-        if not m:
-            continue  # .deleted / .cleaned / .swap leftovers and other files are not segments
-        log_path = os.path.join(path, name)
-        base = int(m.group(1))
-        size = os.path.getsize(log_path)
-        offs, pos = _load_offset_index(log_path[:-4], base, log_path, size)
-        segs.append(SegmentInfo(base, log_path, size, offs, pos))
-    segs.sort(key=lambda s: s.base)
-    return PartitionInfo(topic, partition, path, segs)
-
-
-def _is_partition_dir(path: str) -> bool:
-    try:
-        return any(_SEGMENT.match(n) for n in os.listdir(path))
-    except OSError:
-        return False
+    return PartitionInfo(topic, partition, Log.open(path))
 
 
 def discover(paths: Sequence[str]) -> List[PartitionInfo]:
@@ -241,23 +165,9 @@ def discover(paths: Sequence[str]) -> List[PartitionInfo]:
             raise OptionError(f"path {raw!r} matches nothing")
         for p in expanded:
             p = os.path.abspath(p)
-            if not os.path.isdir(p):
-                raise OptionError(f"path {p!r} is not a directory: give a log.dirs folder or a "
-                                  "<topic>-<partition> folder")
-            m = _PARTITION_DIR.match(os.path.basename(p.rstrip(os.sep)))
-            if m and _is_partition_dir(p):
-                candidates = [(p, m)]
-            else:
-                candidates = []
-                for name in sorted(os.listdir(p)):
-                    sub = os.path.join(p, name)
-                    mm = _PARTITION_DIR.match(name)
-                    if mm and os.path.isdir(sub):
-                        candidates.append((sub, mm))
-                if not candidates and m:
-                    candidates = [(p, m)]   # an empty partition folder
-            for sub, mm in candidates:
-                tp = (mm.group("topic"), int(mm.group("partition")))
+            for sub, tp in F.find_partitions(p):
+                if tp is None:
+                    continue
                 if tp in found:
                     raise OptionError(f"topic-partition {tp[0]}-{tp[1]} found twice: "
                                       f"{found[tp].path} and {sub}; give each log.dirs folder once")

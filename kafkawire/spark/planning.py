@@ -15,13 +15,13 @@ none, so no record is read twice either way.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from kafkawire import _scan_common as SC
-from kafkawire.spark.layout import PartitionInfo, SegmentInfo, map_file, scan_headers
+from kafkawire.spark.layout import PartitionInfo, SegmentInfo
 from kafkawire.spark.options import EARLIEST, LATEST, OptionError, ReadOptions
 
 try:
@@ -78,7 +78,6 @@ class Range:
 
 def select_partitions(parts: List[PartitionInfo], ro: ReadOptions) -> List[PartitionInfo]:
     """Apply subscribe / subscribePattern / assign; naming what is missing is an error."""
-    import re
     by_tp = {p.tp: p for p in parts}
     topics = sorted({p.topic for p in parts})
     if ro.subscribe is not None:
@@ -113,30 +112,8 @@ def select_partitions(parts: List[PartitionInfo], ro: ReadOptions) -> List[Parti
 # -- offsets ----------------------------------------------------------------------
 
 def offset_for_timestamp(part: PartitionInfo, ts: int) -> Optional[int]:
-    """First offset whose record timestamp is >= ``ts`` (time index lookup, then a short scan)."""
-    from kafkawire.records.columnar import iter_column_chunks
-    for seg in part.segments:
-        if segment_max_timestamp(seg) < ts:
-            continue   # Kafka's rule: the first segment whose largest timestamp reaches ts
-        t_ts, t_off = seg.time_index()
-        k = int(np.searchsorted(t_ts, ts - 1, side="right")) - 1   # last entry with ts <= ts-1
-        start_pos = seg.position_at_or_before(int(t_off[k])) if k >= 0 else 0
-        if not seg.trust([start_pos]):
-            start_pos = 0
-        buf = map_file(seg.path)
-        try:
-            rows, _stop, _st = scan_headers(buf, start_pos, -1)
-            for row in rows[rows[:, SC.MAX_TIMESTAMP] >= ts]:
-                pos, size = int(row[SC.POSITION]), int(row[SC.SIZE])
-                for chunk in iter_column_chunks(buf, start=pos, end=pos + size):
-                    hit = np.flatnonzero(chunk.timestamp >= ts)
-                    if len(hit):
-                        return int(chunk.offset[hit[0]])
-                if int(row[SC.MAGIC]) == 2 and int(row[SC.ATTRIBUTES]) & SC.CONTROL_MASK:
-                    return int(row[SC.BASE_OFFSET])
-        finally:
-            del buf   # chunks may still view the map; let it close when they go
-    return None
+    """First offset whose record timestamp is >= ``ts`` (the log's lookup by time)."""
+    return part.log.offset_for_timestamp(ts)
 
 
 def _explicit(name: str, spec: Dict[Tuple[str, int], int], parts: List[PartitionInfo]) -> None:
@@ -204,36 +181,17 @@ def resolve_ranges(parts: List[PartitionInfo], ro: ReadOptions) -> List[Range]:
 
 
 def last_stable_offset(part: PartitionInfo, start: int) -> int:
-    """read_committed stops before the first transaction still open (Kafka's last stable offset).
-
-    Uses the log reader's header scan from ``start`` (control batches only are decoded).
-    """
-    from kafkawire.log import Log
-    log = Log.open(part.path)
-    try:
-        lso = log.aborted_transactions(start, None).last_stable_offset
-    finally:
-        log.close()
+    """read_committed stops before the first transaction still open (Kafka's last stable offset),
+    as the log computes it from ``start``."""
+    lso = part.log.aborted_transactions(start, None).last_stable_offset
     return part.end_offset if lso is None else int(lso)
 
 
 # -- bytes ------------------------------------------------------------------------
 
 def segment_max_timestamp(seg: SegmentInfo) -> int:
-    """Largest batch max-timestamp in a segment: last time-index entry, then headers after it."""
-    t_ts, t_off = seg.time_index()
-    best = int(t_ts[-1]) if len(t_ts) else -1
-    pos = seg.position_at_or_before(int(t_off[-1])) if len(t_off) else 0
-    if not seg.trust([pos]):
-        pos = 0
-    buf = map_file(seg.path)
-    try:
-        rows, _stop, _st = scan_headers(buf, pos, -1)
-        if len(rows):
-            best = max(best, int(rows[:, SC.MAX_TIMESTAMP].max()))
-    finally:
-        del buf
-    return best
+    """Largest batch max-timestamp in a segment (the log's answer: index, then the headers after it)."""
+    return seg.segment.max_timestamp
 
 
 def _segment_slices(r: Range, start: int, end: int, max_bytes: int) -> List[Slice]:

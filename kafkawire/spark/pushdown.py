@@ -36,11 +36,13 @@ class Bounds:
     def is_empty(self) -> bool:
         return self == Bounds()
 
-    def _lo(self, name: str, v: int) -> None:
+    def at_least(self, name: str, v: int) -> None:
+        """Raise lower bound ``name`` (``offset_lo``/``ts_lo``) to ``v`` (an AND keeps the larger)."""
         cur = getattr(self, name)
         setattr(self, name, v if cur is None else max(cur, v))
 
-    def _hi(self, name: str, v: int) -> None:
+    def below(self, name: str, v: int) -> None:
+        """Lower exclusive upper bound ``name`` (``offset_hi``/``ts_hi``) to ``v``."""
         cur = getattr(self, name)
         setattr(self, name, v if cur is None else min(cur, v))
 
@@ -71,6 +73,7 @@ def _ceil_ms(us: int) -> int:
 
 def push(filters: Iterable, bounds: Bounds) -> List:
     """Fold the filters this source understands into ``bounds``; return the others."""
+    # pyspark only when filters are pushed: this module (Bounds) is used without it
     from pyspark.sql.datasource import (EqualTo, GreaterThan, GreaterThanOrEqual, In,
                                         LessThan, LessThanOrEqual)
     rest = []
@@ -92,16 +95,16 @@ def push(filters: Iterable, bounds: Bounds) -> List:
             v = f.value
             ok = True
             if isinstance(f, EqualTo):
-                bounds._lo("offset_lo", v)
-                bounds._hi("offset_hi", v + 1)
+                bounds.at_least("offset_lo", v)
+                bounds.below("offset_hi", v + 1)
             elif isinstance(f, GreaterThan):
-                bounds._lo("offset_lo", v + 1)
+                bounds.at_least("offset_lo", v + 1)
             elif isinstance(f, GreaterThanOrEqual):
-                bounds._lo("offset_lo", v)
+                bounds.at_least("offset_lo", v)
             elif isinstance(f, LessThan):
-                bounds._hi("offset_hi", v)
+                bounds.below("offset_hi", v)
             elif isinstance(f, LessThanOrEqual):
-                bounds._hi("offset_hi", v + 1)
+                bounds.below("offset_hi", v + 1)
             else:
                 ok = False
         elif col == "timestamp" and not isinstance(f, In):
@@ -110,19 +113,19 @@ def push(filters: Iterable, bounds: Bounds) -> List:
                 ok = True
                 if isinstance(f, EqualTo):
                     if us % 1000:
-                        bounds._lo("ts_lo", 1)
-                        bounds._hi("ts_hi", 0)     # no ms timestamp equals it: empty
+                        bounds.at_least("ts_lo", 1)
+                        bounds.below("ts_hi", 0)     # no ms timestamp equals it: empty
                     else:
-                        bounds._lo("ts_lo", us // 1000)
-                        bounds._hi("ts_hi", us // 1000 + 1)
+                        bounds.at_least("ts_lo", us // 1000)
+                        bounds.below("ts_hi", us // 1000 + 1)
                 elif isinstance(f, GreaterThan):
-                    bounds._lo("ts_lo", _floor_ms(us) + 1)
+                    bounds.at_least("ts_lo", _floor_ms(us) + 1)
                 elif isinstance(f, GreaterThanOrEqual):
-                    bounds._lo("ts_lo", _ceil_ms(us))
+                    bounds.at_least("ts_lo", _ceil_ms(us))
                 elif isinstance(f, LessThan):
-                    bounds._hi("ts_hi", _ceil_ms(us))
+                    bounds.below("ts_hi", _ceil_ms(us))
                 elif isinstance(f, LessThanOrEqual):
-                    bounds._hi("ts_hi", _floor_ms(us) + 1)
+                    bounds.below("ts_hi", _floor_ms(us) + 1)
                 else:
                     ok = False
         if not ok:

@@ -9,16 +9,22 @@ rejects anything else).  Small chunks are coalesced so each batch carries
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
 
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as SC
+from kafkawire.errors import CorruptRecordError, LogError
+from kafkawire.log.storage import map_file
+from kafkawire.records.columnar import iter_column_chunks
 from kafkawire.spark import layout
 from kafkawire.spark.options import ReadOptions
-from kafkawire.spark.planning import Slice, Task
-from kafkawire.spark.pushdown import Bounds
-from kafkawire.spark.txn import aborted_mask
+from kafkawire.spark.planning import Slice, Task, plan_tasks, resolve_ranges, select_partitions
+from kafkawire.spark.pushdown import Bounds, offset_window, push
+from kafkawire.spark.txn import TxnMarkers, aborted_mask
 
 try:
     from pyspark.sql.datasource import DataSourceReader
@@ -57,19 +63,15 @@ def _trace(s: Slice) -> None:
 
 def read_slice(s: Slice, st: ReadSettings) -> Iterator:
     """Arrow record batches of one slice (in the declared schema), before coalescing."""
-    from kafkawire.errors import CorruptRecordError
-    from kafkawire.records.columnar import iter_column_chunks
     _trace(s)
     if s.end_pos <= s.start_pos or s.end_offset <= s.start_offset:
         return
     try:
-        buf = layout.map_file(s.path)
+        buf = map_file(s.path).data
     except FileNotFoundError:
         if st.fail_on_data_loss:
-            from kafkawire.errors import LogError
             raise LogError(f"segment {s.path} was deleted after the query was planned (retention or "
                            "compaction?); rerun the query, or set failOnDataLoss=false to skip it") from None
-        import warnings
         warnings.warn(f"kafkawire: segment {s.path} is gone; skipped (failOnDataLoss=false)")
         return
     committed = st.isolation == "read_committed"
@@ -84,7 +86,6 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
             mask = None
             if committed and len(chunk) and chunk.is_transactional.any():
                 if txn is None:
-                    from kafkawire.spark.txn import TxnMarkers
                     txn = TxnMarkers.for_slice(s, buf)
                 mask = ~aborted_mask(chunk, txn)
             if st.ts_lo is not None or st.ts_hi is not None:
@@ -104,15 +105,12 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
         if st.fail_on_data_loss:
             raise type(exc)(f"{exc} (in {s.path}; set failOnDataLoss=false to skip the rest of a "
                             "damaged segment)", position=None, reason=exc.reason) from exc
-        import warnings
         warnings.warn(f"kafkawire: skipping the rest of {s.path}: {exc}")
 
 
 def _check_crcs(buf, s: Slice) -> None:
     """CRC of every batch in the slice, by the header-scan kernel (no decompression)."""
-    from kafkawire import _scan_common as SC
-    from kafkawire.errors import CorruptRecordError
-    _rows, stop, status = layout.K.scan_batches(buf, s.start_pos, s.end_pos, -1, True)
+    _rows, stop, status = K.scan_batches(buf, s.start_pos, s.end_pos, -1, True)
     if status == SC.CRC_MISMATCH:
         raise CorruptRecordError("batch CRC does not match its contents", position=int(stop),
                                  reason="crc", path=s.path)
@@ -124,18 +122,16 @@ _warned_pure = False
 def _warn_if_pure() -> None:
     """Say so (once per worker) when the compiled kernels did not load: decoding is ~50x slower."""
     global _warned_pure
-    from kafkawire import _kernels
-    if not _warned_pure and _kernels.backend == "pure" and _kernels.fast_error is not None:
+    if not _warned_pure and K.backend == "pure" and K.fast_error is not None:
         _warned_pure = True
-        import warnings
         warnings.warn(f"kafkawire: this Spark worker decodes with the pure-Python kernels "
-                      f"({_kernels.fast_error}); install kafkawire with its compiled extensions on "
+                      f"({K.fast_error}); install kafkawire with its compiled extensions on "
                       "the workers, or set KAFKAWIRE_BACKEND=fast to make this an error")
 
 
 def read_task(task: Task, st: ReadSettings) -> Iterator:
     """Every slice of a task, small batches coalesced to at least ``MIN_BATCH_ROWS`` rows."""
-    import pyarrow as pa
+    import pyarrow as pa   # only tasks need it; planning (on the driver) imports this module too
     _warn_if_pure()
     pending: List = []
     rows = 0
@@ -161,21 +157,23 @@ class KafkaWireReader(DataSourceReader):
         self.bounds = Bounds()
 
     def plan(self) -> List[Task]:
-        from kafkawire.spark.planning import plan_tasks, resolve_ranges, select_partitions
-        from kafkawire.spark.pushdown import offset_window
-        parts = select_partitions(layout.discover(self.ro.paths), self.ro)
-        ranges = resolve_ranges(parts, self.ro)
-        b = self.bounds
-        kept = []
-        for r in ranges:
-            if not b.allows(r.part.topic, r.part.partition):
-                continue
-            r.start, r.end = offset_window(b, r.start, r.end)
-            if b.ts_hi is not None and b.ts_lo is not None and b.ts_hi <= b.ts_lo:
-                continue
-            r.min_timestamp = b.ts_lo
-            kept.append(r)
-        return plan_tasks(kept, self.ro)
+        found = layout.discover(self.ro.paths)
+        try:
+            ranges = resolve_ranges(select_partitions(found, self.ro), self.ro)
+            b = self.bounds
+            kept = []
+            for r in ranges:
+                if not b.allows(r.part.topic, r.part.partition):
+                    continue
+                r.start, r.end = offset_window(b, r.start, r.end)
+                if b.ts_hi is not None and b.ts_lo is not None and b.ts_hi <= b.ts_lo:
+                    continue
+                r.min_timestamp = b.ts_lo
+                kept.append(r)
+            return plan_tasks(kept, self.ro)
+        finally:
+            for part in found:
+                part.close()
 
     def partitions(self) -> Sequence[Task]:
         return self.plan()
@@ -196,7 +194,6 @@ class KafkaWirePushdownReader(KafkaWireReader):
     """
 
     def pushFilters(self, filters):  # noqa: N802 (Spark's name)
-        from kafkawire.spark.pushdown import push
         self.bounds = Bounds()
         return push(filters, self.bounds)
 

@@ -1,93 +1,69 @@
-"""read_committed in the tasks: which transactional records were aborted.
+"""read_committed in the tasks: the log's aborted ranges, applied to columns.
 
-A transactional record is visible only when the first control marker its
-producer wrote after it is a COMMIT.  A task finds those markers by scanning
-batch headers forward from its slice (no payload is decompressed: control
-batches are tiny and never compressed), continuing into later segments only
-while some producer's marker is still missing.  Records of a transaction with
-no marker yet are still open and, as with Kafka's last stable offset, not shown.
+Which transactional records are hidden is decided by
+:mod:`kafkawire.log.isolation` (Kafka's rule: per producer, from the first
+offset of each aborted transaction to its abort marker), over the batches of
+a task's slice and as far past it as markers are missing.  This module only
+turns those ranges into a numpy mask over a column chunk.  Records of a
+transaction still open lie at or after the last stable offset, where the
+planner already ended the read.
 """
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 
-from kafkawire import _scan_common as SC
+from kafkawire.log import Log
+from kafkawire.log.isolation import AbortedRanges, scan_aborted
 
 
 class TxnMarkers:
-    """Control markers per producer id, gathered lazily segment by segment."""
+    """The aborted transactions a slice's records may belong to, as numpy arrays per producer."""
 
-    def __init__(self, todo: List[Tuple[str, int]], first_buf=None) -> None:
-        self._todo = todo            # (segment path, start position) still to scan, in order
-        self._first_buf = first_buf
-        self._marks: Dict[int, Tuple[List[int], List[int]]] = {}
+    def __init__(self, ranges: AbortedRanges) -> None:
+        self.ranges = ranges
         self._arrays: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def for_slice(cls, s, buf=None) -> "TxnMarkers":
-        from kafkawire.spark.layout import _SEGMENT
-        folder = os.path.dirname(s.path)
-        here = os.path.basename(s.path)
-        later = sorted(n for n in os.listdir(folder) if _SEGMENT.match(n) and n > here)
-        todo = [(s.path, s.start_pos)] + [(os.path.join(folder, n), 0) for n in later]
-        return cls(todo, buf)
-
-    @property
-    def exhausted(self) -> bool:
-        return not self._todo
-
-    def scan_next(self) -> bool:
-        """Scan the next segment for control batches; False when none are left."""
-        from kafkawire.records.columnar import iter_column_chunks
-        from kafkawire.spark.layout import map_file, scan_headers
-        if not self._todo:
-            return False
-        path, start = self._todo.pop(0)
-        buf = self._first_buf if self._first_buf is not None else map_file(path)
-        self._first_buf = None
-        rows, _stop, _st = scan_headers(buf, start, -1)
-        ctl = rows[(rows[:, SC.MAGIC] == 2) & ((rows[:, SC.ATTRIBUTES] & SC.CONTROL_MASK) != 0)]
-        for row in ctl:
-            pos, size = int(row[SC.POSITION]), int(row[SC.SIZE])
-            for chunk in iter_column_chunks(buf, start=pos, end=pos + size):
-                for off, pid, typ in zip(chunk.control_offset.tolist(), chunk.control_producer_id.tolist(),
-                                         chunk.control_type.tolist()):
-                    offs, types = self._marks.setdefault(pid, ([], []))
-                    offs.append(off)
-                    types.append(typ)
-        self._arrays.clear()
-        return True
+        """Aborted ranges for the batches of slice ``s`` (``buf``, its mapped file, is not needed)."""
+        log = Log.open(os.path.dirname(s.path))
+        try:
+            segs = log.segments
+            here = next(i for i, seg in enumerate(segs) if seg.path == os.path.abspath(s.path))
+            seg = segs[here]
+            end = seg.offset_at(s.end_pos) if s.end_pos < seg.size else (
+                segs[here + 1].base_offset if here + 1 < len(segs) else None)
+            end = s.end_offset if end is None else min(end, s.end_offset)
+            return cls(scan_aborted(segs[here:], s.start_pos, end))
+        finally:
+            log.close()
 
     def markers(self, pid: int) -> Tuple[np.ndarray, np.ndarray]:
+        """``(first offsets, marker offsets)`` of the producer's aborted transactions, sorted."""
         if pid not in self._arrays:
-            offs, types = self._marks.get(pid, ([], []))
-            self._arrays[pid] = (np.asarray(offs, np.int64), np.asarray(types, np.int8))
+            rs = self.ranges.ranges(pid)
+            self._arrays[pid] = (np.fromiter((r[0] for r in rs), np.int64, len(rs)),
+                                 np.fromiter((r[1] for r in rs), np.int64, len(rs)))
         return self._arrays[pid]
 
 
 def aborted_mask(chunk, txn: TxnMarkers) -> np.ndarray:
-    """True for records of ``chunk`` that read_committed must hide (aborted or still open)."""
-    n = len(chunk)
-    drop = np.zeros(n, bool)
+    """True for records of ``chunk`` that read_committed must hide (their transaction aborted)."""
+    drop = np.zeros(len(chunk), bool)
     idx = np.flatnonzero(chunk.is_transactional)
-    if len(idx) == 0:
+    if len(idx) == 0 or not txn.ranges:
         return drop
     pids = chunk.producer_id[idx]
     bases = chunk.batch_base_offset[idx]
     for pid in np.unique(pids).tolist():
-        sel = idx[pids == pid]
-        b = bases[pids == pid]
-        while True:
-            offs, types = txn.markers(pid)
-            pos = np.searchsorted(offs, b, side="right")
-            if (pos < len(offs)).all() or txn.exhausted:
-                break
-            txn.scan_next()
-        found = pos < len(offs)
-        hide = ~found
-        hide[found] = types[pos[found]] == 0   # 0 = ABORT
-        drop[sel] = hide
+        firsts, lasts = txn.markers(pid)
+        if len(firsts) == 0:
+            continue
+        sel = pids == pid
+        b = bases[sel]
+        k = np.searchsorted(firsts, b, side="right") - 1
+        drop[idx[sel]] = (k >= 0) & (b <= lasts[np.maximum(k, 0)])
     return drop
