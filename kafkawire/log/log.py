@@ -127,8 +127,12 @@ class Log:
 
     def locate(self, offset: int) -> Optional[Tuple[Segment, int]]:
         """``(segment, position)`` of the first batch whose last offset is >= ``offset``."""
-        found = self._locate(offset)
-        return None if found is None else (found[0][found[1]], found[2])
+        segs, bases = self._snapshot
+        for i in range(max(bisect.bisect_right(bases, offset) - 1, 0), len(segs)):
+            found = segs[i].locate(offset)
+            if found is not None:
+                return segs[i], found[0]
+        return None
 
     def find_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
         """``(offset, timestamp)`` of the first record whose timestamp is >= ``timestamp``.

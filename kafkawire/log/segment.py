@@ -43,6 +43,7 @@ class Segment:
         self.path = files.log
         self.storage = storage or storage_for(files.log)
         self._mapped: Optional[MappedFile] = None
+        self._buf = None                                  # the mapped bytes, once mapped
         if size is None:
             size = self._stat()
         self.size = size
@@ -95,6 +96,7 @@ class Segment:
         self._unmap()
 
     def _unmap(self) -> None:
+        self._buf = None
         if self._mapped is not None:
             self._mapped.close()
             self._mapped = None
@@ -111,14 +113,18 @@ class Segment:
     @property
     def buffer(self):
         """The ``.log``'s first ``size`` bytes, memory-mapped (``b""`` when empty)."""
-        if self._mapped is None:
-            if not self.size:
-                return b""
-            try:
-                self._mapped = self.storage.map(self.path, self.size)
-            except OSError as exc:
-                raise LogError(f"cannot open {self.path}: {exc}") from exc
-        return self._mapped.data
+        buf = self._buf
+        if buf is None:
+            if self.size:
+                try:
+                    self._mapped = self.storage.map(self.path, self.size)
+                except OSError as exc:
+                    raise LogError(f"cannot open {self.path}: {exc}") from exc
+                buf = self._mapped.data
+            else:
+                buf = b""
+            self._buf = buf
+        return buf
 
     # -- indexes ------------------------------------------------------------
     @property
@@ -256,7 +262,7 @@ class Segment:
         return None if found == "stale" else found
 
     def _scan_for_offset(self, pos: int, offset: int, entry_offset: Optional[int]):
-        buf = self.buffer
+        buf = self._buf if self._buf is not None else self.buffer
         first = True
         while pos < self.size:
             rows, stop, status = K.scan_batches(buf, pos, self.size, _LOOKUP_CHUNK, False)
