@@ -198,31 +198,58 @@ def _lz4_hc(descriptor: Buffer) -> int:
 
 # ----------------------------------------------------------------- decompressors
 
+#: First input slice fed to each gzip member; slices double up to ``_GZIP_FEED_MAX``.
+_GZIP_FEED = 64
+_GZIP_FEED_MAX = 1 << 20
+
+
 def _gzip_decompress(data: Buffer, limit: int, magic: int) -> bytes:
+    """Inflate one or more concatenated gzip members (as Java's GZIPInputStream does).
+
+    The first member gets the whole payload (one call in the common case).  Later
+    members are fed slices of a memoryview that double in size, so the bytes
+    zlib copies as a member's ``unused_data`` stay within twice what the member
+    used: a payload of many tiny (or empty) members costs linear time, not one
+    copy of the rest of the payload per member.
+    """
+    mv = _as_bytes_view(data)
+    n = len(mv)
     out: List[bytes] = []
     total = 0
-    rest = data
+    pos = 0
     first = True
     while True:
         d = zlib.decompressobj(31)
-        try:
-            chunk = d.decompress(rest, limit - total + 1)
-        except zlib.error as exc:
-            if first:
-                raise _corrupt("gzip", exc) from None
-            break       # trailing bytes that are not a gzip member: ignored, as Java does
-        total += len(chunk)
-        if total > limit:
-            raise _too_large("gzip", limit)
-        out.append(chunk)
-        if not d.eof:
+        step = n if first else _GZIP_FEED
+        while True:
+            stop = min(n, pos + step)
+            try:
+                chunk = d.decompress(mv[pos:stop], limit - total + 1)
+            except zlib.error as exc:
+                if first:
+                    raise _corrupt("gzip", exc) from None
+                # trailing bytes that are not a gzip member: ignored, as Java does
+                return out[0] if len(out) == 1 else b"".join(out)
+            if chunk:
+                total += len(chunk)
+                if total > limit:
+                    raise _too_large("gzip", limit)
+                out.append(chunk)
+            if d.eof:
+                pos = stop - len(d.unused_data)
+                break
             if d.unconsumed_tail:
                 raise _too_large("gzip", limit)
-            raise _corrupt("gzip", "truncated stream")
+            if stop >= n:
+                raise _corrupt("gzip", "truncated stream")
+            pos = stop
+            if step < _GZIP_FEED_MAX:
+                step <<= 1
         first = False
-        rest = d.unused_data
-        if len(rest) < 2 or rest[:2] != b"\x1f\x8b":
+        if n - pos < 2 or mv[pos] != 0x1F or mv[pos + 1] != 0x8B:
             break
+    if not out:
+        return b""
     return out[0] if len(out) == 1 else b"".join(out)
 
 
