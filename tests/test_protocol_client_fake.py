@@ -35,7 +35,8 @@ class FakeCluster:
     (None: no response, e.g. acks=0).  ``versions`` is what ApiVersions advertises.
     """
 
-    def __init__(self, n: int = 1, versions=None) -> None:
+    def __init__(self, n: int = 1, versions=None, ssl_context=None) -> None:
+        self.ssl_context = ssl_context  # a server-side context: the brokers speak TLS
         self.versions = dict(versions or P.supported_versions())
         self.handlers = {}
         self.requests = []  # (node_id, api_key, version, message)
@@ -87,6 +88,13 @@ class FakeCluster:
                 continue
             except OSError:
                 return
+            if self.ssl_context is not None:
+                try:
+                    conn.settimeout(5)
+                    conn = self.ssl_context.wrap_socket(conn, server_side=True)
+                except OSError:
+                    conn.close()
+                    continue
             self._conns.append(conn)
             t = threading.Thread(target=self._serve, args=(node, conn), daemon=True)
             t.start()

@@ -6,11 +6,13 @@ See :class:`kafkawire.client.client.Client` for the calls, and
 from __future__ import annotations
 
 from kafkawire.client.client import Client
+from kafkawire.client.config import ConfigError
 from kafkawire.client.cluster import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 from kafkawire.client.connection import BrokerConnection, Pending
 from kafkawire.client.exceptions import (ClientClosedError, ClientError, KafkaConnectionError,
                                          NoBrokersAvailableError, RequestTimeoutError)
 from kafkawire.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
+from kafkawire.client.security import AuthenticationError
 from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
                                       ProduceResult, ProducerRecord, TopicResult)
 from kafkawire.protocol.error_codes import BrokerResponseError, RetriableBrokerError
@@ -20,4 +22,4 @@ __all__ = ["Client", "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInf
            "KafkaConnectionError", "NoBrokersAvailableError", "RequestTimeoutError",
            "DefaultPartitioner", "murmur2", "partition_for_key", "FetchResult",
            "OffsetAndMetadata", "OffsetResult", "ProduceResult", "ProducerRecord", "TopicResult",
-           "BrokerResponseError", "RetriableBrokerError"]
+           "BrokerResponseError", "RetriableBrokerError", "ConfigError", "AuthenticationError"]

@@ -17,6 +17,7 @@ from kafkawire.records.builder import BatchBuilder
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS = 18, 19, 20
+SASL_HANDSHAKE, SASL_AUTHENTICATE, INIT_PRODUCER_ID = 17, 36, 22
 
 # Lowest versions the client itself is willing to use (v2 record batches need Produce v3,
 # Fetch v4 returns them with last stable offsets; ListOffsets v1 drops the old offset array).
@@ -101,6 +102,34 @@ def produce_partitions(resp) -> List[Any]:
     return [p for t in resp.responses for p in t.partition_responses]
 
 
+def produce_partitions_checked(resp, topic: str, requested: Iterable[int]) -> List[Any]:
+    """The partition answers of a Produce response, which must answer exactly what was asked."""
+    wanted = set(requested)
+    out, seen = [], set()
+    for t in resp.responses:
+        for p in t.partition_responses:
+            if t.name != topic or p.index not in wanted or p.index in seen:
+                raise kafkawire.errors.ProtocolError(
+                    f"Produce response answers {t.name}-{p.index}, which this request did not "
+                    f"write (or answers it twice); it wrote {topic} partitions {sorted(wanted)}")
+            seen.add(p.index)
+            out.append(p)
+    missing = wanted - seen
+    if missing:
+        raise kafkawire.errors.ProtocolError(
+            f"Produce response has no answer for {topic} partition(s) {sorted(missing)}; their "
+            "records may or may not have been written")
+    return out
+
+
+def check_answered(api: str, names: Iterable[str], answers: Mapping[str, Any]) -> None:
+    """Raise ``ProtocolError`` when a response left out topics that the request named."""
+    missing = [n for n in names if n not in answers]
+    if missing:
+        raise kafkawire.errors.ProtocolError(
+            f"{api} response has no answer for topic(s) {missing}")
+
+
 def fetch_request(topic: str, topic_id, partition: int, offset: int, max_wait_ms: int,
                   min_bytes: int, max_bytes: int, partition_max_bytes: int,
                   isolation_level: int, version: int, leader_epoch: int):
@@ -160,14 +189,14 @@ def find_coordinator_request(key: str, key_type: int, version: int):
     return P.FindCoordinatorRequest(key=key, key_type=key_type)
 
 
-def coordinator_of(resp, key: str) -> Tuple[int, Optional[str], int, str, int]:
+def coordinator_of(resp, key: str, version: int = 0) -> Tuple[int, Optional[str], int, str, int]:
     """(error_code, error_message, node_id, host, port) across versions."""
-    if resp.coordinators:
-        for c in resp.coordinators:
+    if version >= 4 or resp.coordinators:
+        for c in resp.coordinators or ():
             if c.key == key:
                 return c.error_code, c.error_message, c.node_id, c.host, c.port
-        c = resp.coordinators[0]
-        return c.error_code, c.error_message, c.node_id, c.host, c.port
+        raise kafkawire.errors.ProtocolError(
+            f"FindCoordinator v{version} response has no coordinator for {key!r}")
     return (resp.error_code, getattr(resp, "error_message", None), resp.node_id, resp.host,
             resp.port)
 

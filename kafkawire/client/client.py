@@ -10,6 +10,9 @@ flight on one connection (see :meth:`Client.send`).
 """
 from __future__ import annotations
 
+import logging
+import random
+import ssl
 import time
 from collections import defaultdict
 from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union)
@@ -21,12 +24,15 @@ from kafkawire.client.connection import BrokerConnection, Pending
 from kafkawire.client.exceptions import (ClientClosedError, KafkaConnectionError,
                                          NoBrokersAvailableError, RequestTimeoutError)
 from kafkawire.client.partitioner import DefaultPartitioner
+from kafkawire.client.security import AuthenticationError, Sasl, security_from
 from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
                                       ProduceResult, TopicResult, normalize_record)
 from kafkawire.errors import ProtocolError, UnsupportedVersionError
 from kafkawire.protocol.error_codes import BrokerResponseError, error_code, make_error
 
 __all__ = ["Client"]
+
+log = logging.getLogger("kafkawire.client")
 
 
 def _chunks(records: List[tuple], max_bytes: int):
@@ -75,6 +81,15 @@ class Client:
     (uncompressed) size of one produced batch; keep it under the topic's
     ``max.message.bytes`` (1 MB by default).  A Client is not thread-safe:
     use one per thread (connections are cheap).
+
+    Security: ``security_protocol`` is ``"PLAINTEXT"``, ``"SSL"``,
+    ``"SASL_PLAINTEXT"`` or ``"SASL_SSL"``; TLS takes ``ssl_context`` or the
+    ``ssl_cafile``/``ssl_certfile``/``ssl_keyfile`` files, SASL
+    ``sasl_mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER) with
+    ``sasl_plain_username``/``sasl_plain_password`` or
+    ``sasl_oauth_token_provider``.  A broker that cannot be reached is tried
+    again after ``reconnect_backoff_ms``, doubling up to
+    ``reconnect_backoff_max_ms`` (with 20% jitter), as Kafka's clients do.
     """
 
     def __init__(self, bootstrap_servers: Union[str, Sequence[Any]], *,
@@ -82,8 +97,23 @@ class Client:
                  connect_timeout_ms: int = 10_000, metadata_max_age_ms: int = 300_000,
                  retries: int = 5, retry_backoff_ms: int = 100,
                  max_frame_size: int = 104_857_600, max_batch_bytes: int = 1_000_000,
-                 partitioner=None, allow_auto_create_topics: bool = False) -> None:
+                 partitioner=None, allow_auto_create_topics: bool = False,
+                 reconnect_backoff_ms: int = 50, reconnect_backoff_max_ms: int = 1_000,
+                 security_protocol: str = "PLAINTEXT",
+                 ssl_context: Optional[ssl.SSLContext] = None, ssl_cafile: Optional[str] = None,
+                 ssl_certfile: Optional[str] = None, ssl_keyfile: Optional[str] = None,
+                 ssl_password: Optional[str] = None, ssl_check_hostname: bool = True,
+                 sasl_mechanism: str = "PLAIN", sasl_plain_username: Optional[str] = None,
+                 sasl_plain_password: Optional[str] = None,
+                 sasl_oauth_token_provider: Optional[Any] = None) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.ssl_context, self.sasl = security_from(
+            security_protocol, ssl_context, ssl_cafile, ssl_certfile, ssl_keyfile, ssl_password,
+            ssl_check_hostname, sasl_mechanism, sasl_plain_username, sasl_plain_password,
+            sasl_oauth_token_provider)
+        self.reconnect_backoff = reconnect_backoff_ms / 1000.0
+        self.reconnect_backoff_max = max(reconnect_backoff_max_ms, reconnect_backoff_ms) / 1000.0
+        self._reconnect: Dict[Any, Tuple[int, float]] = {}  # key -> (failures, next attempt)
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000.0
         self.connect_timeout = connect_timeout_ms / 1000.0
@@ -123,17 +153,62 @@ class Client:
         conn = self._conns.get(key)
         if conn is not None and conn.connected:
             return conn
+        failures, not_before = self._reconnect.get(key, (0, 0.0))
+        wait = not_before - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         conn = BrokerConnection(host, port, node_id=node_id, connect_timeout=self.connect_timeout,
                                 request_timeout=self.request_timeout,
-                                max_frame_size=self.max_frame_size)
-        conn.connect()
+                                max_frame_size=self.max_frame_size, ssl_context=self.ssl_context)
         try:
+            conn.connect()
             self._negotiate(conn)
-        except BaseException:
+            if self.sasl is not None:
+                self._authenticate(conn, self.sasl)
+        except BaseException as exc:
             conn.close()
+            if isinstance(exc, (KafkaConnectionError, RequestTimeoutError)):
+                delay = min(self.reconnect_backoff * (2 ** failures), self.reconnect_backoff_max)
+                delay *= random.uniform(0.8, 1.2)
+                self._reconnect[key] = (failures + 1, time.monotonic() + delay)
+                log.info("cannot reach %s:%s (%s); next attempt in %.0f ms", host, port, exc,
+                         delay * 1000)
             raise
+        self._reconnect.pop(key, None)
         self._conns[key] = conn
         return conn
+
+    def reconnect_delay(self, node_id: Any) -> float:
+        """Seconds until a connection to ``node_id`` may be tried again (0: now)."""
+        return max(0.0, self._reconnect.get(node_id, (0, 0.0))[1] - time.monotonic())
+
+    def _authenticate(self, conn: BrokerConnection, sasl: Sasl) -> None:
+        """SaslHandshake naming the mechanism, then the mechanism's SaslAuthenticate round trips."""
+        from kafkawire import protocol as P
+        if A.SASL_AUTHENTICATE not in conn.api_versions:
+            raise AuthenticationError(f"{conn.host}:{conn.port} does not offer SaslAuthenticate; "
+                                      "SASL needs Kafka 1.0 or newer")
+        version = self._version(conn, A.SASL_HANDSHAKE)
+        resp = self._send(conn, P.SaslHandshakeRequest(mechanism=sasl.mechanism), version,
+                          None).result(self.request_timeout)
+        if resp.error_code:
+            offered = ", ".join(resp.mechanisms or ()) or "none"
+            raise AuthenticationError(f"{conn.host}:{conn.port} refused SASL mechanism "
+                                      f"{sasl.mechanism} ({make_error(resp.error_code)}); it "
+                                      f"offers: {offered}")
+        auth_version = self._version(conn, A.SASL_AUTHENTICATE)
+
+        def roundtrip(data: bytes) -> bytes:
+            r = self._send(conn, P.SaslAuthenticateRequest(auth_bytes=data), auth_version,
+                           None).result(self.request_timeout)
+            if r.error_code:
+                raise AuthenticationError(
+                    f"SASL {sasl.mechanism} authentication with {conn.host}:{conn.port} failed: "
+                    f"{r.error_message or make_error(r.error_code).name}")
+            return bytes(r.auth_bytes or b"")
+
+        sasl.exchange(roundtrip)
+        log.debug("authenticated to %s:%s with SASL %s", conn.host, conn.port, sasl.mechanism)
 
     def _negotiate(self, conn: BrokerConnection) -> None:
         """ApiVersions: learn the broker's ranges; step down if it rejects our version.
@@ -451,7 +526,8 @@ class Client:
                 failed.extend((p, i) for p in ps)
                 error = exc
                 continue
-            for pr in A.produce_partitions(resp):
+            answered = A.produce_partitions_checked(resp, topic, ps)
+            for pr in answered:
                 p = pr.index
                 if pr.error_code:
                     err = make_error(pr.error_code, getattr(pr, "error_message", None),
@@ -563,7 +639,7 @@ class Client:
                     raise
                 attempt += 1
                 continue
-            code, msg, node, host, port = A.coordinator_of(resp, group)
+            code, msg, node, host, port = A.coordinator_of(resp, group, version)
             if code == 0:
                 info = BrokerInfo(node, host, port)
                 self._coordinators[group] = node
@@ -724,6 +800,7 @@ class Client:
                 out[t.name] = TopicResult(t.name, err, getattr(t, "num_partitions", -1),
                                           getattr(t, "replication_factor", -1),
                                           getattr(t, "topic_id", None))
+            A.check_answered("CreateTopics", [s["name"] for s in specs], out)
             return out
 
         out = self._controller_call("CreateTopics", deadline, call)
@@ -754,6 +831,7 @@ class Client:
                     if t.error_code == _NOT_CONTROLLER:
                         raise err
                 out[t.name] = TopicResult(t.name, err, topic_id=getattr(t, "topic_id", None))
+            A.check_answered("DeleteTopics", names, out)
             return out
 
         out = self._controller_call("DeleteTopics", deadline, call)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
+import select
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -21,6 +24,8 @@ from kafkawire.client.exceptions import (ClientClosedError, KafkaConnectionError
 from kafkawire.errors import ProtocolError
 
 __all__ = ["BrokerConnection", "Pending"]
+
+log = logging.getLogger("kafkawire.client.connection")
 
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
@@ -68,8 +73,10 @@ class BrokerConnection:
 
     def __init__(self, host: str, port: int, *, node_id: Optional[int] = None,
                  connect_timeout: float = 10.0, request_timeout: float = 30.0,
-                 max_frame_size: int = 104_857_600) -> None:
+                 max_frame_size: int = 104_857_600,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = int(port)
         self.node_id = node_id
         self.connect_timeout = connect_timeout
@@ -117,6 +124,21 @@ class BrokerConnection:
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}; check "
                                        "the address and that the broker is up") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.ssl_context is not None:
+            try:
+                sock.settimeout(self.connect_timeout)
+                sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+            except (ssl.SSLError, ssl.CertificateError) as exc:
+                sock.close()
+                raise KafkaConnectionError(f"TLS handshake with {self.host}:{self.port} failed: "
+                                           f"{exc}; check ssl_cafile / the broker's certificate"
+                                           ) from exc
+            except OSError as exc:
+                sock.close()
+                raise KafkaConnectionError(f"TLS handshake with {self.host}:{self.port} broke: "
+                                           f"{exc}; is the listener speaking TLS?") from exc
+        log.debug("connected to %s:%s (node %s%s)", self.host, self.port, self.node_id,
+                  ", TLS" if self.ssl_context is not None else "")
         self._sock = sock
 
     def next_correlation_id(self) -> int:
@@ -163,6 +185,44 @@ class BrokerConnection:
                     return
                 frame = self._read_frame(deadline)
                 self._dispatch(frame)
+
+    def fileno(self) -> int:
+        """The socket's descriptor (for ``select``); -1 when not connected."""
+        sock = self._sock
+        return sock.fileno() if sock is not None else -1
+
+    def buffered(self) -> bool:
+        """True when TLS has decrypted bytes waiting that ``select`` would not report."""
+        sock = self._sock
+        return isinstance(sock, ssl.SSLSocket) and sock.pending() > 0
+
+    def poll(self, timeout: float = 0.0) -> int:
+        """Read the responses that have arrived (waiting up to ``timeout`` for the first).
+
+        Returns how many were read.  A response that has started to arrive is
+        read whole (within the request timeout), so a slow network never leaves
+        half a frame behind.  Errors fail the connection's requests (see
+        :meth:`Pending.result`) instead of raising.
+        """
+        n = 0
+        with self._recv_lock:
+            while self._sock is not None and self._inflight:
+                if not self.buffered():
+                    try:
+                        ready, _, _ = select.select([self._sock], [], [], timeout if n == 0 else 0)
+                    except (OSError, ValueError) as exc:
+                        self._fail(KafkaConnectionError(
+                            f"connection to {self.host}:{self.port} broke: {exc}"))
+                        return n
+                    if not ready:
+                        return n
+                try:
+                    frame = self._read_frame(time.monotonic() + self.request_timeout)
+                    self._dispatch(frame)
+                except (KafkaConnectionError, RequestTimeoutError, ProtocolError):
+                    return n  # the connection failed its requests already
+                n += 1
+        return n
 
     def _dispatch(self, frame: bytearray) -> None:
         if len(frame) < 4:
@@ -235,6 +295,9 @@ class BrokerConnection:
         """Close the socket and fail every request still waiting on it."""
         sock, self._sock = self._sock, None
         if sock is not None:
+            if not self._closed:
+                log.info("connection to %s:%s (node %s) closed: %s", self.host, self.port,
+                         self.node_id, error)
             try:
                 sock.close()
             except OSError:

@@ -103,9 +103,30 @@ class FetchResult:
     size: int = 0
 
     def records(self) -> list:
-        """All records at or after ``fetch_offset``, control batches left out."""
+        """All records at or after ``fetch_offset``: control batches and aborted transactions left out.
+
+        ``aborted_transactions`` (a read_committed fetch's ``(producer_id,
+        first_offset)`` list) is applied as Kafka's consumer applies it: a
+        producer's transactional batches are dropped from the first offset of
+        its aborted transaction up to that transaction's abort marker.
+        """
         out = []
+        pending = sorted(self.aborted_transactions, key=lambda a: a[1])
+        aborting: set = set()
+        i = 0
         for b in self.batches:
+            if pending or aborting:
+                pid = getattr(b, "producer_id", -1)
+                if pid is not None and pid >= 0:
+                    while i < len(pending) and pending[i][1] <= b.last_offset:
+                        aborting.add(pending[i][0])
+                        i += 1
+                    if b.is_control:
+                        if b.control_type == "abort":
+                            aborting.discard(pid)
+                        continue
+                    if b.is_transactional and pid in aborting:
+                        continue
             if getattr(b, "is_control", False) or b.last_offset < self.fetch_offset:
                 continue
             out.extend(r for r in b if r.offset >= self.fetch_offset)
