@@ -77,6 +77,19 @@ class PathError(LogError, ValueError):
     """A path that is neither a log.dirs folder, a partition folder nor a segment file."""
 
 
+class StorageError(LogError):
+    """A log file on remote storage that cannot be read (after retries), or storage settings
+    that cannot be used."""
+
+
+class ObjectNotFoundError(StorageError, FileNotFoundError):
+    """A file or object that does not exist (the message names it)."""
+
+
+class ObjectTruncatedError(StorageError):
+    """An object shorter than the bytes a reader was told it holds (cut or rewritten meanwhile)."""
+
+
 class ProtocolError(KafkaWireError):
     """A malformed, truncated or oversized protocol frame."""
 

@@ -17,7 +17,7 @@ from kafkawire.cli.progress import Progress
 from kafkawire.compression import decompress
 from kafkawire.errors import KafkaWireError
 from kafkawire.log import files as F
-from kafkawire.log.storage import map_file
+from kafkawire.log.storage import is_url, map_file, storage_for
 from kafkawire.log.verify import VerifyReport, verify_segment
 
 
@@ -25,7 +25,7 @@ def _total_size(files: Sequence[str]) -> int:
     total = 0
     for f in files:
         try:
-            total += os.path.getsize(f)
+            total += storage_for(f).size(f)
         except OSError:
             pass
     return total
@@ -171,7 +171,8 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
         if bar is not None:
             bar.set_label(os.path.basename(log_path))
         with map_file(log_path) as f:
-            st.bytes += len(f)
+            size = len(f)
+            st.bytes += size
             it = kafkawire.iter_batches(f.data)
             consumed = 0
             try:
@@ -191,7 +192,7 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
                 st.errors.append(f"{log_path}: {e}")
             st.invalid_bytes += len(f) - consumed
         if bar is not None:
-            bar.advance(os.path.getsize(log_path))
+            bar.advance(size)
     return st
 
 
@@ -235,7 +236,7 @@ def stats(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tru
 def _open_log(path: str, partition: Optional[str]):
     if partition is not None:
         path = os.path.join(path, partition)
-        if not os.path.isdir(path):
+        if not storage_for(path).isdir(path):
             raise PathError(f"{path}: no such partition folder")
     targets = resolve([path])
     if len(targets) != 1:
@@ -358,6 +359,10 @@ def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tr
 def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = False,
             progress: bool = True) -> int:
     """Kafka's LogSegment.recover per partition; 0 only when nothing had to be cut or rebuilt."""
+    for p in paths:
+        if is_url(p):
+            raise PathError(f"{p}: recover rewrites files in place, so it works on local folders only; "
+                            "copy the partition folder to a local disk first")
     targets = resolve(paths)
     for t in targets:
         if t.logs is not None:

@@ -22,6 +22,7 @@ from kafkawire.cli import indexdump, jsonout, text
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.progress import Progress
 from kafkawire.errors import CorruptRecordError, KafkaWireError
+from kafkawire.log.storage import storage_for
 
 INT32_MAX = 2 ** 31 - 1
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -75,8 +76,9 @@ def expand_files(files: Sequence[str]) -> List[str]:
     """``--files`` entries; a directory stands for the segment files inside it."""
     out: List[str] = []
     for f in files:
-        if os.path.isdir(f):
-            names = sorted(n for n in os.listdir(f) if n.endswith(SEGMENT_SUFFIXES))
+        st = storage_for(f)
+        if st.isdir(f):
+            names = sorted(n for n in st.listdir(f) if n.endswith(SEGMENT_SUFFIXES))
             out.extend(os.path.join(f, n) for n in names)
         else:
             out.append(f)
@@ -152,7 +154,7 @@ class Dumper:
         total = 0
         for f in files:
             try:
-                total += os.path.getsize(f)
+                total += storage_for(f).size(f)
             except OSError:
                 pass
         # the bar would interleave with records printed to the same terminal
@@ -175,7 +177,7 @@ class Dumper:
                     err(f"kafkawire: {path}: {_describe(e)}")
                     self.status = 1
                 try:
-                    bar.advance(os.path.getsize(path) - self._advanced)
+                    bar.advance(storage_for(path).size(path) - self._advanced)
                 except OSError:
                     pass
                 self._advanced = 0
@@ -195,7 +197,7 @@ class Dumper:
     def dump_file(self, path: str) -> None:
         suffix = _suffix(path)
         o = self.opts
-        if not os.path.exists(path):
+        if not storage_for(path).exists(path):
             raise FileNotFoundError(2, "No such file or directory", path)
         if suffix in (".log", ".checkpoint"):
             self.dump_log(path)
@@ -231,7 +233,7 @@ class Dumper:
                 self.out.text(f"Snapshot end offset: {int(m.group(1))}, epoch: {int(m.group(2))}")
         elif name[:1].isdigit():
             self.out.text(f"Log starting offset: {indexdump.base_offset_of(path)}")
-        with indexdump.MappedFile(path) as f:
+        with indexdump.map_file(path) as f:
             size = len(f)
             end = min(size, max(o.max_bytes, 0))
             self._valid = 0

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 from kafkawire import _kernels as K
 from kafkawire.errors import IndexCorruptError, LogError, PathError
-from kafkawire.log.storage import storage_for
+from kafkawire.log.storage import absolute, storage_for
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -68,7 +68,7 @@ def offset_from_file_name(path: str) -> int:
 def sibling_path(path: str, suffix: str) -> str:
     """The file of the same segment as ``path`` with another suffix (``.index`` -> ``.log``)."""
     stem = os.path.basename(path).split(".")[0]
-    return os.path.join(os.path.dirname(os.path.abspath(path)), stem + suffix)
+    return os.path.join(os.path.dirname(absolute(path)), stem + suffix)
 
 
 def parse_partition_dir_name(name: str) -> Optional[Tuple[str, int]]:
@@ -151,7 +151,7 @@ def segment_files(path: str, storage=None) -> SegmentFiles:
     parsed = parse_segment_file_name(os.path.basename(path))
     if parsed is None:
         raise LogError(f"{path}: not a segment file (expected <20-digit base offset>.log)")
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(absolute(path))
     stem = os.path.join(folder, segment_file_name(parsed[0], ""))
     sf = SegmentFiles(parsed[0])
     for suffix in SEGMENT_SUFFIXES + (SNAPSHOT_SUFFIX,):
@@ -183,7 +183,7 @@ def find_partitions(root: str, storage=None) -> List[Tuple[str, Optional[Tuple[s
     if not storage.isdir(root):
         raise PathError(f"{root} is not a directory; give a broker log.dirs folder or a "
                         "<topic>-<partition> folder")
-    key = parse_partition_dir_name(os.path.basename(os.path.abspath(root)))
+    key = parse_partition_dir_name(os.path.basename(absolute(root)))
     if has_segments(root, storage):
         return [(root, key)]
     found = []

@@ -17,7 +17,7 @@ from kafkawire.log import files as F
 from kafkawire.log import isolation as I
 from kafkawire.log.recover import RecoverReport, recover_log
 from kafkawire.log.segment import Segment
-from kafkawire.log.storage import storage_for
+from kafkawire.log.storage import absolute, storage_for
 from kafkawire.log.verify import VerifyReport, verify_log
 from kafkawire.records.columnar import iter_column_chunks
 
@@ -33,7 +33,7 @@ class Log:
     """
 
     def __init__(self, path: str, *, storage=None) -> None:
-        self.path = os.path.abspath(path)
+        self.path = absolute(path)
         self.storage = storage or storage_for(self.path)
         parsed = F.parse_partition_dir_name(os.path.basename(self.path.rstrip(os.sep)))
         self.topic: Optional[str] = parsed[0] if parsed else None

@@ -19,7 +19,7 @@ from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log import files as F
 from kafkawire.log.index import (OffsetIndex, TimeIndex, build_indexes,
                                  load_offset_index, load_time_index)
-from kafkawire.log.storage import MappedFile, storage_for
+from kafkawire.log.storage import MappedFile, absolute, storage_for
 from kafkawire.log.txnindex import AbortedTxn, read_txn_index
 from kafkawire.records import iter_batches
 
@@ -51,14 +51,14 @@ class Segment:
 
     # -- opening ------------------------------------------------------------
     @classmethod
-    def open(cls, path: str) -> "Segment":
+    def open(cls, path: str, *, storage=None) -> "Segment":
         """Open the segment whose ``.log`` (or any sibling segment file) is ``path``."""
-        sf = F.segment_files(path)
+        sf = F.segment_files(path, storage)
         if sf.log is None:
-            stem = os.path.join(os.path.dirname(os.path.abspath(path)),
+            stem = os.path.join(os.path.dirname(absolute(path)),
                                 F.segment_file_name(sf.base_offset, ""))
             raise LogError(f"{stem}.log does not exist")
-        return cls(sf)
+        return cls(sf, storage=storage)
 
     def _stat(self) -> int:
         try:
@@ -213,8 +213,19 @@ class Segment:
 
     # -- scanning -----------------------------------------------------------
     def scan(self, start: int = 0, end: int = -1, max_count: int = -1, check_crc: bool = False):
-        """``K.scan_batches`` over this segment: ``(headers, stop_position, status)``."""
+        """``K.scan_batches`` over this segment: ``(headers, stop_position, status)``.
+
+        On a ranged storage (object stores) with the file not yet read, only
+        ``[start, end)`` is fetched: planning's scans from the last index entry
+        never download a whole segment.
+        """
         end = self.size if end < 0 or end > self.size else end
+        if self._buf is None and self.storage.ranged and end > start:
+            data = self.storage.read_exact(self.path, start, end - start)
+            rows, stop, status = K.scan_batches(data, 0, len(data), max_count, check_crc)
+            if len(rows):
+                rows[:, C.POSITION] += start
+            return rows, start + stop, status
         return K.scan_batches(self.buffer, start, end, max_count, check_crc)
 
     def headers(self, start: int = 0, end: int = -1):

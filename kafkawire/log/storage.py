@@ -3,18 +3,33 @@
 A :class:`LocalStorage` (the default, :data:`LOCAL`) reads the local
 filesystem: small files (indexes, checkpoints, snapshots) whole, ``.log``
 segments memory-mapped (:class:`MappedFile`), batch headers by positioned
-reads.  :func:`storage_for` picks the storage for a path; a storage for
-object stores (ranged reads instead of maps) implements the same methods.
-Writing (``LogWriter``, ``recover``) is local and does not go through here.
+reads.  :func:`storage_for` picks the storage for a path: a URL
+(``s3://``, ``s3a://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``) gets
+an :class:`ObjectStorage`, which implements the same methods with ranged
+reads through fsspec (``map`` then reads the bytes into memory;
+:meth:`ObjectStorage.stream` reads a byte range in large sequential blocks,
+one block ahead).  Writing (``LogWriter``, ``recover``) is local and does not
+go through here.
 """
 from __future__ import annotations
 
 import gc
+import json
+import logging
 import mmap
 import os
-from typing import List, Optional
+import random
+import re
+import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar
 
-from kafkawire.errors import LogError
+from kafkawire.errors import LogError, ObjectNotFoundError, ObjectTruncatedError, StorageError
+
+log = logging.getLogger("kafkawire.log.storage")
+T = TypeVar("T")
 
 
 class MappedFile:
@@ -76,6 +91,8 @@ class LocalStorage:
     """The local filesystem."""
 
     name = "local"
+    #: False: ``.log`` files are memory-mapped, so readers take ``map``'s buffer whole.
+    ranged = False
 
     def listdir(self, path: str) -> List[str]:
         return os.listdir(path)
@@ -131,12 +148,334 @@ class LocalStorage:
 #: The storage every log reader uses unless given another.
 LOCAL = LocalStorage()
 
+_URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+#: URL schemes and the fsspec protocol that reads them (Hadoop's names included).
+PROTOCOLS = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "abfs",
+             "abfss": "abfs", "az": "abfs", "hdfs": "hdfs", "file": "file"}
+#: The package each protocol needs, and the extra that installs it.
+_PACKAGES = {"s3": ("s3fs", "s3"), "gcs": ("gcsfs", "gcs"), "abfs": ("adlfs", "azure"),
+             "hdfs": ("pyarrow", "hdfs"), "file": ("fsspec", "remote")}
 
-def storage_for(path) -> LocalStorage:
-    """The storage that reads ``path`` (local files; the hook for other filesystems)."""
+
+def url_scheme(path) -> Optional[str]:
+    """The scheme of a URL (``"s3a"`` for ``s3a://bucket/key``), None for a local path."""
+    m = _URL_RE.match(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else None
+    return m.group(1).lower() if m else None
+
+
+def is_url(path) -> bool:
+    """Whether ``path`` is a URL (read through :class:`ObjectStorage`) rather than a local path."""
+    return url_scheme(path) is not None
+
+
+def absolute(path) -> str:
+    """``os.path.abspath`` for local paths; a URL is kept, without a trailing slash."""
+    path = os.fspath(path)
+    if is_url(path):
+        head, _, rest = path.partition("://")
+        return f"{head}://{rest.rstrip('/')}" if rest.rstrip("/") else path
+    return os.path.abspath(path)
+
+
+# -- configuration -----------------------------------------------------------------
+
+def _endpoint(value: str, ssl: Optional[str]) -> str:
+    if "://" in value:
+        return value
+    return ("http://" if (ssl or "true").strip().lower() == "false" else "https://") + value
+
+
+def storage_options(protocol: str, options: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """fsspec keyword arguments for ``protocol`` from Spark/Hadoop-style options.
+
+    Recognised: ``fs.s3a.endpoint`` (with ``fs.s3a.connection.ssl.enabled``),
+    ``fs.s3a.access.key``, ``fs.s3a.secret.key``, ``fs.s3a.session.token``,
+    ``fs.s3a.endpoint.region`` / ``fs.s3a.region``, ``fs.s3a.path.style.access``,
+    an anonymous ``fs.s3a.aws.credentials.provider``; ``fs.gs.project.id``;
+    ``fs.azure.account.key.<account>.<host>``.  A ``storage_options`` JSON
+    object is passed to fsspec as is and wins over the rest.  With no options
+    at all the filesystem library finds its settings the standard way
+    (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, profiles, instance
+    credentials, ``GOOGLE_APPLICATION_CREDENTIALS``, ...).
+    """
+    opts = {str(k).lower(): str(v) for k, v in (options or {}).items()}
+    out: Dict[str, Any] = {}
+    if protocol == "s3":
+        client: Dict[str, Any] = {}
+        if opts.get("fs.s3a.endpoint"):
+            client["endpoint_url"] = _endpoint(opts["fs.s3a.endpoint"],
+                                               opts.get("fs.s3a.connection.ssl.enabled"))
+        region = opts.get("fs.s3a.endpoint.region") or opts.get("fs.s3a.region")
+        if region:
+            client["region_name"] = region
+        if client:
+            out["client_kwargs"] = client
+        for key, name in (("fs.s3a.access.key", "key"), ("fs.s3a.secret.key", "secret"),
+                          ("fs.s3a.session.token", "token")):
+            if opts.get(key):
+                out[name] = opts[key]
+        if opts.get("fs.s3a.path.style.access", "").strip().lower() == "true":
+            out["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+        if "anonymous" in opts.get("fs.s3a.aws.credentials.provider", "").lower():
+            out["anon"] = True
+    elif protocol == "gcs":
+        if opts.get("fs.gs.project.id"):
+            out["project"] = opts["fs.gs.project.id"]
+        keyfile = opts.get("google.cloud.auth.service.account.json.keyfile")
+        if keyfile:
+            out["token"] = keyfile
+    elif protocol == "abfs":
+        for k, v in opts.items():
+            m = re.fullmatch(r"fs\.azure\.account\.key\.([^.]+)\..+", k)
+            if m:
+                out["account_name"], out["account_key"] = m.group(1), v
+    raw = opts.get("storage_options")
+    if raw:
+        try:
+            extra = json.loads(raw)
+        except ValueError as exc:
+            raise StorageError(f"storage_options is not valid JSON ({exc}): {raw!r}") from None
+        if not isinstance(extra, dict):
+            raise StorageError('storage_options must be a JSON object like {"anon": true}')
+        out.update(extra)
+    return out
+
+
+# -- object stores -----------------------------------------------------------------
+
+#: Exceptions that are never worth retrying: the object is absent or the request is wrong.
+_PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+              ValueError, TypeError, KeyError, ImportError, StorageError)
+
+
+class ObjectStorage:
+    """A filesystem reached through fsspec: object stores (S3, GCS, Azure), HDFS, ``file://``.
+
+    Paths stay URLs everywhere in the log model (``s3a://bucket/kafka/orders-0/...``).
+    Small files are read whole, ``.log`` bytes by ranged reads: :meth:`stream`
+    yields a byte range in ``block_size`` pieces, fetching the next while the
+    caller works on the current one.  Transient failures are retried
+    ``retries`` times with exponential backoff; an absent object raises
+    :class:`~kafkawire.errors.ObjectNotFoundError`, one shorter than expected
+    :class:`~kafkawire.errors.ObjectTruncatedError`, both naming it.
+    """
+
+    name = "object"
+    #: True: ``.log`` bytes are read by ranges, never mapped.
+    ranged = True
+
+    def __init__(self, protocol: str, options: Optional[Dict[str, Any]] = None, *, fs=None,
+                 block_size: int = 16 << 20, retries: int = 5, backoff: float = 0.2) -> None:
+        self.protocol = protocol
+        self.options = dict(options or {})
+        self.block_size = block_size
+        self.retries = retries
+        self.backoff = backoff
+        self._fs = fs
+        self._lock = threading.Lock()
+
+    @property
+    def fs(self):
+        """The fsspec filesystem (created on first use, so a storage pickles as its settings)."""
+        if self._fs is None:
+            with self._lock:
+                if self._fs is None:
+                    self._fs = _filesystem(self.protocol, self.options)
+        return self._fs
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fs", "_lock")}
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+        self._fs = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ObjectStorage({self.protocol!r})"
+
+    def _key(self, path: str) -> str:
+        return self.fs._strip_protocol(path)
+
+    def _call(self, what: str, path: str, fn: Callable[[], T]) -> T:
+        """``fn()``, retried with backoff on transient errors; absent objects named."""
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            try:
+                return fn()
+            except FileNotFoundError as exc:
+                raise ObjectNotFoundError(f"{path} does not exist ({what})") from exc
+            except _PERMANENT:
+                raise
+            except Exception as exc:   # network and server errors: the library's own types
+                if attempt == self.retries:
+                    raise StorageError(f"{what} {path} failed after {self.retries + 1} attempts: "
+                                       f"{type(exc).__name__}: {exc}") from exc
+                log.warning("%s %s failed (%s: %s); retrying in %.1f s", what, path,
+                            type(exc).__name__, exc, delay)
+                time.sleep(delay * (0.5 + random.random()))
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    # -- the LocalStorage methods ---------------------------------------------------
+    def listdir(self, path: str) -> List[str]:
+        key = self._key(path).rstrip("/")
+        names = self._call("listing", path, lambda: self.fs.ls(key, detail=False))
+        out = []
+        for n in names:
+            n = str(n).rstrip("/")
+            base = n.rsplit("/", 1)[-1]
+            if n != key and base:
+                out.append(base)
+        return out
+
+    def isdir(self, path: str) -> bool:
+        return bool(self._call("checking", path, lambda: self.fs.isdir(self._key(path))))
+
+    def isfile(self, path: str) -> bool:
+        return bool(self._call("checking", path, lambda: self.fs.isfile(self._key(path))))
+
+    def exists(self, path: str) -> bool:
+        return bool(self._call("checking", path, lambda: self.fs.exists(self._key(path))))
+
+    def size(self, path: str) -> int:
+        return int(self._call("sizing", path, lambda: self.fs.size(self._key(path))))
+
+    def read(self, path: str) -> bytes:
+        """The whole object (``ObjectNotFoundError``, a ``FileNotFoundError``, when absent)."""
+        return bytes(self._call("reading", path, lambda: self.fs.cat_file(self._key(path))))
+
+    def read_range(self, path: str, position: int, length: int) -> bytes:
+        """Up to ``length`` bytes at ``position`` (fewer at the end of the object)."""
+        if length <= 0:
+            return b""
+        key = self._key(path)
+        return bytes(self._call("reading", path,
+                                lambda: self.fs.cat_file(key, start=position, end=position + length)))
+
+    def read_ranges(self, path: str, ranges) -> List[bytes]:
+        return [self.read_range(path, p, n) for p, n in ranges]
+
+    def read_exact(self, path: str, position: int, length: int) -> bytes:
+        """Exactly ``length`` bytes at ``position``; ``ObjectTruncatedError`` when the object ends first."""
+        data = self.read_range(path, position, length)
+        if len(data) != length:
+            raise ObjectTruncatedError(
+                f"{path} is truncated: expected bytes {position}..{position + length}, the object "
+                f"ends at {position + len(data)} (rewritten or cut since it was listed?)")
+        return data
+
+    def stream(self, path: str, start: int, end: int,
+               block_size: Optional[int] = None) -> Iterator[bytes]:
+        """Bytes ``[start, end)`` in blocks of ``block_size``, in order, one block read ahead."""
+        block = block_size or self.block_size
+        spans = [(p, min(block, end - p)) for p in range(start, end, block)]
+        if not spans:
+            return
+        if len(spans) == 1:
+            yield self.read_exact(path, *spans[0])
+            return
+        pool = ThreadPoolExecutor(1, thread_name_prefix="kafkawire-readahead")
+        try:
+            ahead = pool.submit(self.read_exact, path, *spans[0])
+            for nxt in spans[1:]:
+                data = ahead.result()
+                ahead = pool.submit(self.read_exact, path, *nxt)
+                yield data
+            yield ahead.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def map(self, path: str, size: Optional[int] = None) -> "RemoteFile":
+        """The first ``size`` bytes (all by default) read into memory, for whole-buffer readers."""
+        if size is None:
+            size = self.size(path)
+        buf = bytearray(size)
+        pos = 0
+        for data in self.stream(path, 0, size):
+            buf[pos:pos + len(data)] = data
+            pos += len(data)
+        return RemoteFile(path, buf)
+
+    def glob(self, pattern: str) -> List[str]:
+        """URLs matching a glob pattern (the scheme of ``pattern`` kept)."""
+        scheme = url_scheme(pattern)
+        found = self._call("listing", pattern, lambda: self.fs.glob(self._key(pattern)))
+        return sorted(f"{scheme}://{str(p).lstrip('/')}" if scheme != "file" else f"file://{p}"
+                      for p in found)
+
+
+class RemoteFile:
+    """Bytes of an object held in memory, with :class:`MappedFile`'s interface."""
+
+    __slots__ = ("path", "size", "data")
+
+    def __init__(self, path: str, data) -> None:
+        self.path = path
+        self.size = len(data)
+        self.data = data
+
+    def __len__(self) -> int:
+        return self.size
+
+    def close(self) -> None:
+        self.data = b""
+
+    def __enter__(self) -> "RemoteFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _filesystem(protocol: str, options: Dict[str, Any]):
+    try:
+        import fsspec
+    except ImportError:
+        raise StorageError(f"reading {protocol}:// URLs needs fsspec: "
+                           f"pip install 'kafkawire[{_PACKAGES.get(protocol, ('', 'remote'))[1]}]'") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)   # fsspec's nag about old s3fs releases
+            return fsspec.filesystem(protocol, skip_instance_cache=True, **options)
+    except ImportError as exc:
+        pkg, extra = _PACKAGES.get(protocol, ("its fsspec driver", "remote"))
+        raise StorageError(f"reading {protocol}:// URLs needs {pkg}: "
+                           f"pip install 'kafkawire[{extra}]' ({exc})") from None
+    except TypeError as exc:
+        raise StorageError(f"storage options for {protocol}:// rejected: {exc}") from None
+
+
+_cache: Dict[Tuple[str, str], ObjectStorage] = {}
+_cache_lock = threading.Lock()
+
+
+def object_storage(url: str, options: Optional[Mapping[str, str]] = None) -> ObjectStorage:
+    """The (shared, per process) :class:`ObjectStorage` for ``url``'s scheme and ``options``
+    (Spark-style or ``storage_options``, see :func:`storage_options`)."""
+    scheme = url_scheme(url)
+    protocol = PROTOCOLS.get(scheme or "")
+    if protocol is None:
+        raise StorageError(f"{url}: unsupported URL scheme {scheme!r}; kafkawire reads "
+                           f"{', '.join(s + '://' for s in PROTOCOLS)} and local paths")
+    kwargs = storage_options(protocol, options)
+    key = (protocol, json.dumps(kwargs, sort_keys=True, default=str))
+    with _cache_lock:
+        st = _cache.get(key)
+        if st is None:
+            st = _cache[key] = ObjectStorage(protocol, kwargs)
+    return st
+
+
+def storage_for(path, options: Optional[Mapping[str, str]] = None):
+    """The storage that reads ``path``: :data:`LOCAL` for local paths, an :class:`ObjectStorage`
+    for URLs (``options`` configure it, see :func:`storage_options`)."""
+    if is_url(path):
+        return object_storage(os.fspath(path), options)
     return LOCAL
 
 
-def map_file(path: str, size: Optional[int] = None) -> MappedFile:
-    """Memory-map ``path`` read-only through its storage (see :class:`MappedFile`)."""
-    return storage_for(path).map(path, size)
+def map_file(path: str, size: Optional[int] = None, storage=None):
+    """The first ``size`` bytes of ``path`` through its storage: a :class:`MappedFile` (local) or a
+    :class:`RemoteFile` (read into memory)."""
+    return (storage or storage_for(path)).map(path, size)

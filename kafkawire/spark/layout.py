@@ -11,7 +11,6 @@ land on batch headers, is planned as unindexed: read whole by one task.
 from __future__ import annotations
 
 import glob
-import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from kafkawire import _kernels as K
 from kafkawire.log import Log, Segment
 from kafkawire.log import files as F
+from kafkawire.log.storage import absolute, is_url, storage_for
 from kafkawire.log.storage import map_file as _map
 from kafkawire.spark.options import OptionError
 
@@ -152,26 +152,33 @@ def positions_are_batches(log_path: str, positions, size: int) -> bool:
     return Segment(F.segment_files(log_path), size=size).positions_are_batches(positions)
 
 
-def open_partition(path: str, topic: str, partition: int) -> PartitionInfo:
-    return PartitionInfo(topic, partition, Log.open(path))
+def open_partition(path: str, topic: str, partition: int, storage=None) -> PartitionInfo:
+    return PartitionInfo(topic, partition, Log.open(path, storage=storage))
 
 
-def discover(paths: Sequence[str]) -> List[PartitionInfo]:
-    """Expand globs and find every topic-partition folder under ``paths``."""
+def discover(paths: Sequence[str], storage_options: Optional[Dict[str, str]] = None) -> List[PartitionInfo]:
+    """Expand globs and find every topic-partition folder under ``paths`` (local paths or URLs;
+    ``storage_options`` configure the storage of URLs)."""
     found: Dict[Tuple[str, int], PartitionInfo] = {}
     for raw in paths:
-        expanded = sorted(glob.glob(raw)) if glob.has_magic(raw) else [raw]
+        storage = storage_for(raw, storage_options)
+        if not glob.has_magic(raw):
+            expanded = [raw]
+        elif is_url(raw):
+            expanded = storage.glob(raw)
+        else:
+            expanded = sorted(glob.glob(raw))
         if not expanded:
             raise OptionError(f"path {raw!r} matches nothing")
         for p in expanded:
-            p = os.path.abspath(p)
-            for sub, tp in F.find_partitions(p):
+            p = absolute(p)
+            for sub, tp in F.find_partitions(p, storage):
                 if tp is None:
                     continue
                 if tp in found:
                     raise OptionError(f"topic-partition {tp[0]}-{tp[1]} found twice: "
                                       f"{found[tp].path} and {sub}; give each log.dirs folder once")
-                found[tp] = open_partition(sub, *tp)
+                found[tp] = open_partition(sub, *tp, storage=storage)
     if not found:
         raise OptionError(f"no <topic>-<partition> folders with .log segments under {list(paths)}")
     return [found[tp] for tp in sorted(found)]

@@ -50,7 +50,12 @@ KNOWN = {
     "recordsperbatch": "rows per Arrow batch a task decodes at most (10000..100000)",
     "pushfilters": "true | false: accept Spark's pushed filters (off by default, see README)",
     "verifycrc": "true | false: check every batch's CRC while reading",
+    "storage_options": 'JSON object of fsspec settings for URL paths, e.g. {"anon": true}',
 }
+
+#: Storage settings for URL paths, in Hadoop's names (see kafkawire.log.storage.storage_options);
+#: any other ``fs.*`` option is accepted (Hadoop tuning a job may carry) and has no effect.
+STORAGE_PREFIXES = ("fs.", "google.cloud.auth.")
 
 
 @dataclass
@@ -76,6 +81,7 @@ class ReadOptions:
     records_per_batch: int = 65536
     push_filters: bool = False
     verify_crc: bool = False
+    storage_options: Dict[str, str] = field(default_factory=dict)   # fs.* and storage_options
     raw: Dict[str, str] = field(default_factory=dict)
 
 
@@ -86,15 +92,17 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
     the checks that depend on it.
     """
     opts = {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
-    unknown = sorted(set(opts) - set(KNOWN))
+    storage = {k: v for k, v in opts.items() if k.startswith(STORAGE_PREFIXES) or k == "storage_options"}
+    unknown = sorted(set(opts) - set(KNOWN) - set(storage))
     if unknown:
         raise OptionError(
             f"unknown option(s) for format 'kafkawire': {', '.join(unknown)}; "
             f"known options: {', '.join(k for k in KNOWN if k != 'paths')}. "
             "kafkawire reads log files, so broker settings (kafka.bootstrap.servers, ...) do not apply")
-    ro = ReadOptions(paths=_paths(opts), raw=opts)
+    ro = ReadOptions(paths=_paths(opts), raw=opts, storage_options=storage)
     if not ro.paths:
         raise OptionError("no path given: use spark.read.format('kafkawire').load('/path/to/log.dirs')")
+    _check_storage(ro)
 
     chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
     if len(chosen) > 1:
@@ -171,6 +179,23 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
     ro.push_filters = _bool(opts, "pushfilters", False)
     ro.verify_crc = _bool(opts, "verifycrc", False)
     return ro
+
+
+def _check_storage(ro: ReadOptions) -> None:
+    """URL schemes and storage settings must be usable: say so now, not in a task."""
+    from kafkawire.errors import StorageError
+    from kafkawire.log.storage import PROTOCOLS, storage_options, url_scheme
+    for p in ro.paths:
+        scheme = url_scheme(p)
+        if scheme is None:
+            continue
+        if scheme not in PROTOCOLS:
+            raise OptionError(f"path {p!r}: unsupported URL scheme {scheme}://; kafkawire reads "
+                              f"{', '.join(s + '://' for s in PROTOCOLS)} and local paths")
+        try:
+            storage_options(PROTOCOLS[scheme], ro.storage_options)
+        except StorageError as exc:
+            raise OptionError(str(exc)) from None
 
 
 def _paths(opts: Dict[str, str]) -> List[str]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as SC
 from kafkawire.errors import CorruptRecordError, LogError
-from kafkawire.log.storage import map_file
+from kafkawire.log.storage import storage_for
 from kafkawire.records.columnar import iter_column_chunks
 from kafkawire.spark import layout
 from kafkawire.spark.options import ReadOptions
@@ -46,12 +46,13 @@ class ReadSettings:
     fail_on_data_loss: bool = True
     ts_lo: Optional[int] = None      # ms, inclusive
     ts_hi: Optional[int] = None      # ms, exclusive
+    storage_options: Optional[Dict[str, str]] = None   # fs.* / storage_options, for URLs
 
     @classmethod
     def from_options(cls, ro: ReadOptions, bounds: Optional[Bounds] = None) -> "ReadSettings":
         b = bounds or Bounds()
         return cls(ro.include_headers, ro.isolation, ro.records_per_batch, ro.verify_crc,
-                   ro.fail_on_data_loss, b.ts_lo, b.ts_hi)
+                   ro.fail_on_data_loss, b.ts_lo, b.ts_hi, ro.storage_options or None)
 
 
 def _trace(s: Slice) -> None:
@@ -61,58 +62,113 @@ def _trace(s: Slice) -> None:
             f.write(f"{s.path} {s.start_pos} {s.end_pos}\n")
 
 
+def _mapped_pieces(storage, s: Slice, st: ReadSettings) -> Iterator[Tuple[object, int, int, int]]:
+    """The slice as one piece of the memory-mapped file: ``(buffer, start, end, base_position)``."""
+    yield storage.map(s.path).data, s.start_pos, s.end_pos, 0
+
+
+#: Bytes per ranged read of a ``.log`` on object storage (one more is fetched meanwhile).
+READ_BLOCK = 16 << 20
+
+
+def _ranged_pieces(storage, s: Slice, st: ReadSettings) -> Iterator[Tuple[object, int, int, int]]:
+    """The slice in pieces of whole batches from sequential ranged reads (object stores).
+
+    Each piece is ``(buffer, 0, end, base_position)``: the bytes not yet
+    decoded (a batch cut by the previous block) followed by the next block,
+    held in one reused buffer.  The caller decodes it and sends back the
+    file position where decoding stopped (None: stop); the rest is carried over.
+    """
+    work = bytearray()
+    base = s.start_pos
+    for block in storage.stream(s.path, s.start_pos, s.end_pos, READ_BLOCK):
+        work += block
+        del block
+        stop = yield work, 0, len(work), base
+        if stop is None:          # the caller reached the slice's end offset
+            return
+        done = stop - base
+        del work[:done]
+        base = stop
+
+
 def read_slice(s: Slice, st: ReadSettings) -> Iterator:
     """Arrow record batches of one slice (in the declared schema), before coalescing."""
     _trace(s)
     if s.end_pos <= s.start_pos or s.end_offset <= s.start_offset:
         return
+    storage = storage_for(s.path, st.storage_options)
+    pieces = (_ranged_pieces if storage.ranged else _mapped_pieces)(storage, s, st)
     try:
-        buf = map_file(s.path).data
+        piece = next(pieces)
     except FileNotFoundError:
         if st.fail_on_data_loss:
             raise LogError(f"segment {s.path} was deleted after the query was planned (retention or "
                            "compaction?); rerun the query, or set failOnDataLoss=false to skip it") from None
         warnings.warn(f"kafkawire: segment {s.path} is gone; skipped (failOnDataLoss=false)")
         return
-    committed = st.isolation == "read_committed"
-    it = iter_column_chunks(buf, start=s.start_pos, end=s.end_pos, max_records=st.records_per_batch,
-                            start_offset=s.start_offset, end_offset=s.end_offset,
-                            include_headers=st.include_headers)
-    txn = None
+    txn: List[Optional[TxnMarkers]] = [None]    # built on the first transactional chunk
     try:
-        if st.verify_crc:
-            _check_crcs(buf, s)
-        for chunk in it:
-            mask = None
-            if committed and len(chunk) and chunk.is_transactional.any():
-                if txn is None:
-                    txn = TxnMarkers.for_slice(s, buf)
-                mask = ~aborted_mask(chunk, txn)
-            if st.ts_lo is not None or st.ts_hi is not None:
-                ts = chunk.timestamp
-                m = np.ones(len(chunk), bool)
-                if st.ts_lo is not None:
-                    m &= ts >= st.ts_lo
-                if st.ts_hi is not None:
-                    m &= ts < st.ts_hi
-                mask = m if mask is None else (mask & m)
-            if mask is not None and not mask.all():
-                chunk = chunk.filter(mask)
-            if len(chunk):
-                yield chunk.to_arrow(include_headers=st.include_headers, topic=s.topic,
-                                     partition=s.partition)
+        while piece is not None:
+            buf, start, end, base = piece
+            it = iter_column_chunks(buf, start=start, end=end, base_position=base,
+                                    max_records=st.records_per_batch, start_offset=s.start_offset,
+                                    end_offset=s.end_offset, include_headers=st.include_headers)
+            if st.verify_crc:
+                _check_crcs(buf, start, end, base, s)
+            yield from _decode(it, s, st, txn)
+            # the next piece resumes at a batch cut by this one's end, or after it;
+            # decoding that stopped early reached the slice's end offset
+            if it.partial_tail is not None:
+                resume: Optional[int] = it.partial_tail
+            elif it.stop_position is not None and it.stop_position < base + end:
+                resume = None
+            else:
+                resume = base + end
+            piece = it = None        # the decoder lets go of the buffer before it is reused
+            if resume is not None:
+                try:
+                    piece = pieces.send(resume)
+                except StopIteration:
+                    pass
     except CorruptRecordError as exc:
         if st.fail_on_data_loss:
             raise type(exc)(f"{exc} (in {s.path}; set failOnDataLoss=false to skip the rest of a "
                             "damaged segment)", position=None, reason=exc.reason) from exc
         warnings.warn(f"kafkawire: skipping the rest of {s.path}: {exc}")
+    finally:
+        pieces.close()
 
 
-def _check_crcs(buf, s: Slice) -> None:
-    """CRC of every batch in the slice, by the header-scan kernel (no decompression)."""
-    _rows, stop, status = K.scan_batches(buf, s.start_pos, s.end_pos, -1, True)
+def _decode(it, s: Slice, st: ReadSettings, txn: List[Optional[TxnMarkers]]) -> Iterator:
+    """Arrow batches of the non-empty chunks, read_committed and time bounds applied."""
+    committed = st.isolation == "read_committed"
+    for chunk in it:
+        mask = None
+        if committed and len(chunk) and chunk.is_transactional.any():
+            if txn[0] is None:
+                txn[0] = TxnMarkers.for_slice(s, storage=storage_for(s.path, st.storage_options))
+            mask = ~aborted_mask(chunk, txn[0])
+        if st.ts_lo is not None or st.ts_hi is not None:
+            ts = chunk.timestamp
+            m = np.ones(len(chunk), bool)
+            if st.ts_lo is not None:
+                m &= ts >= st.ts_lo
+            if st.ts_hi is not None:
+                m &= ts < st.ts_hi
+            mask = m if mask is None else (mask & m)
+        if mask is not None and not mask.all():
+            chunk = chunk.filter(mask)
+        if len(chunk):
+            yield chunk.to_arrow(include_headers=st.include_headers, topic=s.topic,
+                                 partition=s.partition)
+
+
+def _check_crcs(buf, start: int, end: int, base: int, s: Slice) -> None:
+    """CRC of every batch in ``buf[start:end]``, by the header-scan kernel (no decompression)."""
+    _rows, stop, status = K.scan_batches(buf, start, end, -1, True)
     if status == SC.CRC_MISMATCH:
-        raise CorruptRecordError("batch CRC does not match its contents", position=int(stop),
+        raise CorruptRecordError("batch CRC does not match its contents", position=base + int(stop),
                                  reason="crc", path=s.path)
 
 
@@ -157,7 +213,7 @@ class KafkaWireReader(DataSourceReader):
         self.bounds = Bounds()
 
     def plan(self) -> List[Task]:
-        found = layout.discover(self.ro.paths)
+        found = layout.discover(self.ro.paths, self.ro.storage_options)
         try:
             ranges = resolve_ranges(select_partitions(found, self.ro), self.ro)
             b = self.bounds

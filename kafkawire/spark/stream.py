@@ -43,7 +43,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._available_now: Optional[Dict[tuple, int]] = None
 
     def _parts(self):
-        return select_partitions(layout.discover(self.ro.paths), self.ro)
+        return select_partitions(layout.discover(self.ro.paths, self.ro.storage_options), self.ro)
 
     def _ends(self) -> Dict[tuple, int]:
         return {p.tp: p.end_offset for p in self._parts()}

@@ -17,6 +17,7 @@ import numpy as np
 
 from kafkawire.log import Log
 from kafkawire.log.isolation import AbortedRanges, scan_aborted
+from kafkawire.log.storage import absolute
 
 
 class TxnMarkers:
@@ -27,12 +28,13 @@ class TxnMarkers:
         self._arrays: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
-    def for_slice(cls, s, buf=None) -> "TxnMarkers":
-        """Aborted ranges for the batches of slice ``s`` (``buf``, its mapped file, is not needed)."""
-        log = Log.open(os.path.dirname(s.path))
+    def for_slice(cls, s, buf=None, *, storage=None) -> "TxnMarkers":
+        """Aborted ranges for the batches of slice ``s`` (``buf``, its mapped file, is not needed;
+        ``storage`` reads the slice's folder, by default the one its path names)."""
+        log = Log.open(os.path.dirname(s.path), storage=storage)
         try:
             segs = log.segments
-            here = next(i for i, seg in enumerate(segs) if seg.path == os.path.abspath(s.path))
+            here = next(i for i, seg in enumerate(segs) if seg.path == absolute(s.path))
             seg = segs[here]
             end = seg.offset_at(s.end_pos) if s.end_pos < seg.size else (
                 segs[here + 1].base_offset if here + 1 < len(segs) else None)

@@ -1,0 +1,251 @@
+"""Log directories on object storage: S3 over loopback (moto's server), ``file://`` URLs.
+
+Everything read through an ``s3://`` URL must equal the local read of the same
+folders: ``Log.records()``, the CLI commands, the Spark data source.  The
+server is a real S3 protocol peer (HTTP, ranged GETs, listings), started in
+this process on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from spark_fixtures import (expected_rows, logdirs, read_in_process, rows_of_spark,  # noqa: F401
+                            rows_of_table, spark)
+
+from kafkawire.errors import ObjectNotFoundError, ObjectTruncatedError, StorageError
+from kafkawire.log import Log, LogDir
+from kafkawire.log import storage as S
+
+pytest.importorskip("moto.server")
+pytest.importorskip("s3fs")
+pytest.importorskip("boto3")
+
+BUCKET = "kafka-backups"
+KEY, SECRET = "test-key", "test-secret"
+
+
+@pytest.fixture(scope="module")
+def s3(logdirs, tmp_path_factory):
+    """A moto S3 server on loopback holding a copy of ``logdirs`` under s3://kafka-backups/logs/."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY,
+                          aws_secret_access_key=SECRET, region_name="us-east-1")
+    client.create_bucket(Bucket=BUCKET)
+    for d, _, names in os.walk(logdirs):
+        for n in names:
+            full = os.path.join(d, n)
+            client.upload_file(full, BUCKET, "logs/" + os.path.relpath(full, logdirs))
+    yield {"endpoint": endpoint, "client": client, "url": f"s3://{BUCKET}/logs",
+           "options": {"fs.s3a.endpoint": endpoint, "fs.s3a.access.key": KEY,
+                       "fs.s3a.secret.key": SECRET, "fs.s3a.path.style.access": "true"}}
+    server.stop()
+
+
+@pytest.fixture
+def aws_env(s3, monkeypatch):
+    """The standard AWS environment variables pointing at the server (as a shell with the AWS CLI has)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3["endpoint"])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    S._cache.clear()
+    yield
+    S._cache.clear()
+
+
+def _records(log):
+    return [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in log.records()]
+
+
+def test_log_records_from_s3_equal_local(s3, logdirs):
+    st = S.storage_for(s3["url"], s3["options"])
+    remote, local = LogDir.open(s3["url"], storage=st), LogDir.open(logdirs)
+    try:
+        assert sorted(remote.logs) == sorted(local.logs) and len(local) > 5
+        for key in local.logs:
+            r, lo = remote.logs[key], local.logs[key]
+            assert r.path.startswith("s3://")
+            assert (r.start_offset, r.next_offset) == (lo.start_offset, lo.next_offset)
+            assert _records(r) == _records(lo), key
+            assert ([(x.offset, x.value) for x in r.records(isolation="read_committed")]
+                    == [(x.offset, x.value) for x in lo.records(isolation="read_committed")])
+            mid = (lo.start_offset + lo.next_offset) // 2
+            assert r.locate(mid)[1] == lo.locate(mid)[1]
+            assert r.verify().ok == lo.verify().ok
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_log_open_from_the_standard_environment(aws_env, s3, logdirs):
+    name = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
+    with Log.open(f"s3a://{BUCKET}/logs/{name}/") as r, Log.open(os.path.join(logdirs, name)) as lo:
+        assert r.path == f"s3a://{BUCKET}/logs/{name}"
+        assert (r.topic, r.partition) == (lo.topic, lo.partition)
+        assert _records(r) == _records(lo)
+
+
+def _cli(*argv):
+    from kafkawire.cli.main import main
+    out, errs = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(errs):
+        code = main(list(argv))
+    return code, out.getvalue(), errs.getvalue()
+
+
+def test_cli_reads_s3_urls_like_local_folders(aws_env, s3, logdirs):
+    url = s3["url"]
+    part = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
+    seg = sorted(n for n in os.listdir(os.path.join(logdirs, part)) if n.endswith(".log"))[0]
+    with Log.open(os.path.join(logdirs, part)) as lo:
+        recs = list(lo.records())
+    ts = str(recs[len(recs) // 2].timestamp)
+    for argv in (["stats", "--no-progress", "{R}"], ["verify", "--no-progress", "{R}"],
+                 ["dump", "--files", f"{{R}}/{part}/{seg}", "--print-data-log", "--no-progress"],
+                 ["dump", "--files", f"{{R}}/{part}/{seg[:-4]}.index", "--no-progress"],
+                 ["find", f"{{R}}/{part}", "--offset", "7"],
+                 ["find", f"{{R}}/{part}", "--timestamp", ts, "--json"],
+                 ["stats", "--json", "--no-progress", f"{{R}}/{part}"]):
+        got = _cli(*[a.replace("{R}", url) for a in argv])
+        want = _cli(*[a.replace("{R}", logdirs) for a in argv])
+        assert got[0] == want[0] == 0, (argv, got, want)
+        assert got[1].replace(url, "{R}") == want[1].replace(logdirs, "{R}"), argv
+    code, _, errs = _cli("recover", f"{url}/{part}")
+    assert code != 0 and "local folders only" in errs
+
+
+def test_missing_and_truncated_objects_name_the_object(s3, logdirs):
+    st = S.storage_for(s3["url"], s3["options"])
+    with pytest.raises(ObjectNotFoundError, match="logs/nope/00000000000000000000.log"):
+        st.read(f"{s3['url']}/nope/00000000000000000000.log")
+    part = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
+    log = Log.open(f"{s3['url']}/{part}", storage=st)
+    seg = log.segments[0]
+    # the object is cut after it was listed: a reader asking for the listed bytes is told so
+    key = seg.path.split(f"{BUCKET}/", 1)[1]
+    body = s3["client"].get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    s3["client"].put_object(Bucket=BUCKET, Key=key, Body=body[: len(body) // 2])
+    try:
+        with pytest.raises(ObjectTruncatedError, match=key):
+            list(log.records())
+    finally:
+        s3["client"].put_object(Bucket=BUCKET, Key=key, Body=body)
+        log.close()
+
+
+class _Flaky:
+    """An fsspec filesystem stand-in whose reads fail ``fails`` times before working."""
+
+    def __init__(self, fails):
+        import fsspec
+        self.fs = fsspec.filesystem("file")
+        self.fails = fails
+        self.calls = 0
+
+    def _strip_protocol(self, path):
+        return self.fs._strip_protocol(path)
+
+    def cat_file(self, path, start=None, end=None):
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise ConnectionResetError("connection reset by peer")
+        return self.fs.cat_file(path, start=start, end=end)
+
+
+def test_transient_errors_are_retried_with_backoff(tmp_path, caplog):
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"0123456789")
+    flaky = _Flaky(2)
+    st = S.ObjectStorage("file", fs=flaky, backoff=0.001)
+    with caplog.at_level(logging.WARNING, "kafkawire.log.storage"):
+        assert st.read_range(f"file://{f}", 2, 3) == b"234"
+    assert flaky.calls == 3 and "retrying" in caplog.text
+    st = S.ObjectStorage("file", fs=_Flaky(100), retries=2, backoff=0.001)
+    with pytest.raises(StorageError, match="failed after 3 attempts"):
+        st.read(f"file://{f}")
+
+
+def test_file_urls_go_through_the_object_layer(logdirs):
+    url = "file://" + logdirs
+    st = S.storage_for(url)
+    assert st.ranged and isinstance(st, S.ObjectStorage)
+    with LogDir.open(url) as remote, LogDir.open(logdirs) as local:
+        for key in local.logs:
+            assert _records(remote.logs[key]) == _records(local.logs[key])
+
+
+def test_spark_style_options_become_storage_settings():
+    o = S.storage_options("s3", {"fs.s3a.endpoint": "minio:9000", "fs.s3a.connection.ssl.enabled": "false",
+                                 "fs.s3a.access.key": "a", "fs.s3a.secret.key": "b",
+                                 "fs.s3a.endpoint.region": "eu-west-1",
+                                 "fs.s3a.path.style.access": "true"})
+    assert o == {"client_kwargs": {"endpoint_url": "http://minio:9000", "region_name": "eu-west-1"},
+                 "key": "a", "secret": "b", "config_kwargs": {"s3": {"addressing_style": "path"}}}
+    assert S.storage_options("s3", {"fs.s3a.endpoint": "s3.example.com"})["client_kwargs"] == {
+        "endpoint_url": "https://s3.example.com"}
+    assert S.storage_options("s3", {"storage_options": '{"anon": true}'}) == {"anon": True}
+    assert S.storage_options("s3", {}) == {}
+    assert S.storage_options("abfs", {"fs.azure.account.key.acct.dfs.core.windows.net": "k"}) == {
+        "account_name": "acct", "account_key": "k"}
+    with pytest.raises(StorageError, match="not valid JSON"):
+        S.storage_options("s3", {"storage_options": "{nope"})
+    with pytest.raises(StorageError, match="unsupported URL scheme"):
+        S.storage_for("ftp://host/logs")
+    assert S.absolute("s3://b/logs/") == "s3://b/logs" and S.absolute("s3://b") == "s3://b"
+
+
+# -- Spark ---------------------------------------------------------------------------
+
+def _spark_opts(s3):
+    """The settings as a Spark job passes them: options named like Hadoop's s3a settings."""
+    return dict(s3["options"])
+
+
+@pytest.mark.one_backend
+def test_data_source_reads_s3_in_ranged_blocks(s3, logdirs, monkeypatch):
+    import kafkawire.spark.reader as R
+    opts = {"path": s3["url"], "includeheaders": "true", **_spark_opts(s3)}
+    monkeypatch.setattr(R, "READ_BLOCK", 5000)    # batches cut by block ends carry over
+    for extra, kw in (({}, {}), ({"isolation": "read_committed", "minpartitions": "3"},
+                                 {"isolation": "read_committed"})):
+        tasks, table = read_in_process({**opts, **extra})
+        assert all(sl.path.startswith("s3://") for t in tasks for sl in t.slices)
+        assert rows_of_table(table) == expected_rows(logdirs, **kw)
+
+
+@pytest.mark.one_backend
+def test_data_source_storage_options_are_checked_at_load(s3):
+    from kafkawire.spark.options import OptionError, parse_options
+    with pytest.raises(OptionError, match="unsupported URL scheme"):
+        parse_options({"path": "ftp://host/logs"})
+    with pytest.raises(OptionError, match="not valid JSON"):
+        parse_options({"path": s3["url"], "storage_options": "{x"})
+    ro = parse_options({"path": s3["url"], "fs.s3a.connection.maximum": "50", **_spark_opts(s3)})
+    assert ro.storage_options["fs.s3a.endpoint"] == s3["endpoint"]
+
+
+@pytest.mark.one_backend
+@pytest.mark.spark
+def test_spark_reads_s3_like_local(spark, s3, logdirs):
+    reader = spark.read.format("kafkawire").option("includeHeaders", "true")
+    for k, v in _spark_opts(s3).items():
+        reader = reader.option(k, v)
+    df = reader.load(s3["url"])
+    assert rows_of_spark(df.collect()) == expected_rows(logdirs)
+    so = json.dumps({"client_kwargs": {"endpoint_url": s3["endpoint"]}, "key": KEY, "secret": SECRET})
+    df = (spark.read.format("kafkawire").option("storage_options", so).option("subscribe", "orders")
+          .load(s3["url"].replace("s3://", "s3a://")))
+    assert df.count() == len(expected_rows(logdirs, topics=["orders"]))
