@@ -8,7 +8,7 @@ from kafkawire import _kernels
 
 __version__ = "0.1.0"
 
-__all__ = ["iter_batches", "Record", "Log", "LogDir", "Segment", "LogWriter",
+__all__ = ["iter_batches", "Record", "Log", "LogDir", "Segment", "LogWriter", "Producer",
            "backend", "errors", "__version__"]
 
 _LAZY = {
@@ -18,6 +18,7 @@ _LAZY = {
     "Segment": ("kafkawire.log", "Segment"),
     "LogWriter": ("kafkawire.log", "LogWriter"),
     "Client": ("kafkawire.client", "Client"),
+    "Producer": ("kafkawire.client.producer", "Producer"),
 }
 
 

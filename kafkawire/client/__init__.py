@@ -1,4 +1,4 @@
-"""A small blocking Kafka client: ``kafkawire.Client(bootstrap_servers)``.
+"""Kafka clients: ``kafkawire.Client`` (blocking calls) and ``kafkawire.Producer`` (batching).
 
 See :class:`kafkawire.client.client.Client` for the calls, and
 ``kafkawire.protocol.error_codes`` for the exceptions error responses raise.
@@ -14,7 +14,10 @@ from kafkawire.client.exceptions import (ClientClosedError, ClientError, KafkaCo
 from kafkawire.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from kafkawire.client.security import AuthenticationError
 from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
-                                      ProduceResult, ProducerRecord, TopicResult)
+                                      ProduceResult, ProducerRecord, RecordMetadata, TopicResult)
+from kafkawire.client.exceptions import (BufferFullError, DeliveryTimeoutError, ProducerClosedError,
+                                         ProducerError)
+from kafkawire.client.producer import Producer
 from kafkawire.protocol.error_codes import BrokerResponseError, RetriableBrokerError
 
 __all__ = ["Client", "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo",
@@ -22,4 +25,6 @@ __all__ = ["Client", "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInf
            "KafkaConnectionError", "NoBrokersAvailableError", "RequestTimeoutError",
            "DefaultPartitioner", "murmur2", "partition_for_key", "FetchResult",
            "OffsetAndMetadata", "OffsetResult", "ProduceResult", "ProducerRecord", "TopicResult",
-           "BrokerResponseError", "RetriableBrokerError", "ConfigError", "AuthenticationError"]
+           "BrokerResponseError", "RetriableBrokerError", "ConfigError", "AuthenticationError",
+           "Producer", "RecordMetadata", "ProducerError", "BufferFullError", "DeliveryTimeoutError",
+           "ProducerClosedError"]

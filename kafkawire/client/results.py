@@ -4,8 +4,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
-__all__ = ["ProducerRecord", "ProduceResult", "FetchResult", "OffsetResult", "OffsetAndMetadata",
+__all__ = ["RecordMetadata", "ProducerRecord", "ProduceResult", "FetchResult", "OffsetResult", "OffsetAndMetadata",
            "TopicResult", "as_producer_record", "normalize_record"]
+
+
+class RecordMetadata(NamedTuple):
+    """Where a produced record landed.
+
+    ``offset`` is -1 with ``acks=0`` (no answer) or when the broker reported
+    the batch as a duplicate of one it already had; ``timestamp`` is the
+    broker's log-append time when the topic uses LogAppendTime, else the
+    record's own.
+    """
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
 
 
 class ProducerRecord(NamedTuple):

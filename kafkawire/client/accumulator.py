@@ -1,0 +1,163 @@
+"""The producer's record accumulator: one queue of batches per partition, and the buffer budget.
+
+``send`` appends records to the last open batch of their partition; a batch
+closes when it reaches ``batch_size`` bytes, and the sender takes a
+partition's first batch once it is closed, ``linger_ms`` old, or a flush or
+close wants everything out.  The bytes of records not yet acknowledged count
+against ``buffer_memory``; ``send`` blocks (up to ``max_block_ms``) while
+the budget is spent.  A batch that must be retried goes back to the front of
+its queue, ordered by sequence number, so an idempotent producer never
+reorders a partition.
+"""
+from __future__ import annotations
+
+import itertools
+import struct
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+from kafkawire import _kernels as K
+from kafkawire import compression as _compression
+
+__all__ = ["ProducerBatch", "RecordAccumulator", "RECORD_OVERHEAD", "encode_batch"]
+
+# Bytes a record adds besides its key, value and headers (length, attributes, deltas, counts):
+# an estimate for batch_size and buffer_memory, as Kafka's producer estimates.
+RECORD_OVERHEAD = 12
+BATCH_HEADER_SIZE = 61
+
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+_ORDER = itertools.count()
+
+
+def encode_batch(records: bytes, count: int, first_ts: int, max_ts: int, codec: int,
+                 level: Optional[int], producer_id: int, producer_epoch: int,
+                 base_sequence: int, transactional: bool) -> bytes:
+    """A v2 batch at base offset 0 around an encoded records region (compressed here)."""
+    if codec:
+        records = _compression.compress(codec, records, magic=2, level=level)
+    out = bytearray(BATCH_HEADER_SIZE + len(records))
+    attrs = codec | (0x10 if transactional else 0)
+    _V2_HEADER.pack_into(out, 0, 0, len(out) - 12, -1, 2, 0, attrs, max(count - 1, 0), first_ts,
+                         max_ts, producer_id, producer_epoch, base_sequence, count)
+    out[BATCH_HEADER_SIZE:] = records
+    struct.pack_into(">I", out, 17, K.crc32c(out, 21, -1, 0))
+    return bytes(out)
+
+
+class ProducerBatch:
+    """Records of one partition sent (and retried) together as one v2 batch."""
+
+    __slots__ = ("topic", "partition", "values", "keys", "timestamps", "headers", "futures",
+                 "callbacks", "size", "count", "created", "deadline", "closed", "attempts",
+                 "retry_at", "base_sequence", "encoded", "encoded_for", "blob", "first_ts",
+                 "max_ts", "batch_future", "sent_at", "epoch", "order")
+
+    def __init__(self, topic: str, partition: int, now: float, delivery_timeout: float) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.values: List[Optional[bytes]] = []
+        self.keys: List[Optional[bytes]] = []
+        self.timestamps: List[int] = []
+        self.headers: List[Any] = []
+        self.futures: List[Any] = []
+        self.callbacks: Optional[Dict[int, Callable]] = None
+        self.size = BATCH_HEADER_SIZE
+        self.count = 0
+        self.created = now
+        self.deadline = now + delivery_timeout
+        self.closed = False
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.base_sequence = -1
+        self.encoded: Optional[bytes] = None
+        self.encoded_for: Optional[Tuple[int, int, int]] = None
+        self.blob: Optional[bytes] = None      # a pre-encoded records region (send_batch)
+        self.first_ts = -1
+        self.max_ts = -1
+        self.batch_future = None               # send_batch: one future for the whole batch
+        self.sent_at = 0.0
+        self.epoch = -1
+        self.order = next(_ORDER)              # creation order: retries go back in this order
+
+    def __repr__(self) -> str:
+        return (f"<ProducerBatch {self.topic}-{self.partition} records={self.count} "
+                f"bytes={self.size} seq={self.base_sequence} attempts={self.attempts}>")
+
+    def encode(self, producer_id: int, producer_epoch: int, base_sequence: int, codec: int,
+               level: Optional[int], transactional: bool) -> bytes:
+        """The batch's bytes for this producer id/epoch/sequence (cached: retries resend them)."""
+        key = (producer_id, producer_epoch, base_sequence)
+        if self.encoded is not None and self.encoded_for == key:
+            return self.encoded
+        if self.blob is None:
+            ts = self.timestamps
+            first = ts[0]
+            self.first_ts, self.max_ts = first, max(ts)
+            enc = K.encode_records_v2
+            self.blob = enc(range(self.count), [t - first for t in ts], self.keys, self.values,
+                            self.headers)
+            # The records now live in the blob; drop the per-record lists.
+            self.values = self.keys = self.headers = []  # type: ignore[assignment]
+        self.encoded = encode_batch(self.blob, self.count, self.first_ts, self.max_ts, codec,
+                                    level, producer_id, producer_epoch, base_sequence,
+                                    transactional)
+        self.encoded_for = key
+        return self.encoded
+
+
+class RecordAccumulator:
+    """Per-partition batch queues guarded by one lock, with the buffer-memory budget."""
+
+    def __init__(self, batch_size: int, buffer_memory: int, delivery_timeout: float) -> None:
+        self.batch_size = batch_size
+        self.buffer_memory = buffer_memory
+        self.delivery_timeout = delivery_timeout
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)   # memory freed / records completed
+        self.queues: Dict[str, Dict[int, Deque[ProducerBatch]]] = {}
+        self.used = 0
+        self.pending_records = 0
+        self.flushing = 0
+
+    # The caller holds ``lock`` for the methods below.
+    def queue(self, topic: str, partition: int) -> Deque[ProducerBatch]:
+        parts = self.queues.get(topic)
+        if parts is None:
+            parts = self.queues[topic] = {}
+        q = parts.get(partition)
+        if q is None:
+            q = parts[partition] = deque()
+        return q
+
+    def wait_for_room(self, size: int, deadline: float) -> bool:
+        """Block until ``size`` more bytes fit in the budget (False: ``deadline`` passed)."""
+        while self.used + size > self.buffer_memory and self.used > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.changed.wait(left)
+        return True
+
+    def requeue(self, batch: ProducerBatch) -> None:
+        """Put a batch to retry back in its queue, before every batch created after it."""
+        q = self.queue(batch.topic, batch.partition)
+        order = batch.order
+        for i, other in enumerate(q):
+            if other.order > order:
+                q.insert(i, batch)
+                return
+        q.append(batch)
+
+    def release(self, batch: ProducerBatch) -> None:
+        self.used -= batch.size
+        self.pending_records -= batch.count
+        self.changed.notify_all()
+
+    def batches(self) -> List[ProducerBatch]:
+        return [b for parts in self.queues.values() for q in parts.values() for b in q]
+
+    def empty(self) -> bool:
+        return not any(q for parts in self.queues.values() for q in parts.values())

@@ -1,0 +1,306 @@
+"""``kafkawire.Producer``: batching, idempotent producing from a background thread.
+
+``send`` serialises and partitions a record, appends it to its partition's
+open batch and returns a ``concurrent.futures.Future`` of its
+:class:`~kafkawire.client.results.RecordMetadata`; a background thread (see
+``sender.py``) sends batches as they fill or linger out and resolves the
+futures.  Settings are Kafka's producer settings in snake_case (see
+``config.py``); idempotence is on by default, as in Kafka's producer since 3.0.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
+
+from kafkawire.client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator
+from kafkawire.client.client import Client
+from kafkawire.client.config import Config, connection_kwargs, resolve
+from kafkawire.client.exceptions import BufferFullError, ProducerClosedError
+from kafkawire.client.futures import DeliveryFuture
+from kafkawire.client.partitioner import partition_for_key
+from kafkawire.client.results import RecordMetadata
+from kafkawire.client.sender import Sender
+from kafkawire.protocol.error_codes import error_code, make_error
+
+__all__ = ["Producer", "RecordMetadata"]
+
+log = logging.getLogger("kafkawire.client.producer")
+
+Headers = Optional[Union[Mapping[str, Optional[bytes]], Sequence[Tuple[str, Optional[bytes]]]]]
+
+
+def _bytes_field(v: Any, what: str) -> Optional[bytes]:
+    if v is None or type(v) is bytes:
+        return v
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    if isinstance(v, str):
+        raise TypeError(f"{what} must be bytes or None, not str: encode it, or give the producer "
+                        f"a {what}_serializer (e.g. {what}_serializer=str.encode)")
+    raise TypeError(f"{what} must be bytes or None, not {type(v).__name__}; give the producer "
+                    f"a {what}_serializer")
+
+
+def _headers(headers: Headers) -> Tuple[Optional[list], int]:
+    """Headers as ``[(str, bytes | None)]`` and their size."""
+    if not headers:
+        return None, 0
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out = []
+    size = 0
+    for k, v in items:
+        if not isinstance(k, str):
+            raise TypeError(f"header keys must be str, not {type(k).__name__}")
+        v = _bytes_field(v, "header value")
+        out.append((k, v))
+        size += len(k) + (len(v) if v is not None else 0) + 2
+    return out, size
+
+
+class _Sticky:
+    """Keyless records: stick to one partition until ``batch_size`` bytes went there (KIP-480/794)."""
+
+    __slots__ = ("partition", "left")
+
+    def __init__(self) -> None:
+        self.partition = -1
+        self.left = 0
+
+
+class Producer:
+    """A thread-safe Kafka producer.
+
+    ``Producer(bootstrap_servers, **config)``: ``config`` takes Kafka's
+    producer settings in snake_case (``acks``, ``linger_ms``, ``batch_size``,
+    ``compression_type``, ``enable_idempotence``, ``key_serializer``,
+    ``partitioner``, ``on_delivery``, TLS/SASL settings, ...); an unknown
+    setting raises :class:`~kafkawire.client.config.ConfigError`.  Use it as a
+    context manager, or call :meth:`close` (which delivers what is queued).
+    """
+
+    def __init__(self, bootstrap_servers: Union[str, Sequence[Any]], **config: Any) -> None:
+        self.config: Config = resolve("producer", config)
+        cfg = self.config
+        self._client = Client(bootstrap_servers, retries=0,
+                              **connection_kwargs(cfg))
+        self._acc = RecordAccumulator(cfg.batch_size, cfg.buffer_memory,
+                                      cfg.delivery_timeout_ms / 1000.0)
+        self._lock = self._acc.lock
+        self._batch_size = max(cfg.batch_size, 1)
+        self._max_request_size = cfg.max_request_size
+        self._max_block = cfg.max_block_ms / 1000.0
+        self._delivery_timeout = cfg.delivery_timeout_ms / 1000.0
+        self._key_ser = cfg.key_serializer
+        self._value_ser = cfg.value_serializer
+        part = cfg.partitioner
+        self._custom_partitioner: Optional[Callable] = part if callable(part) else None
+        self._round_robin = part == "round_robin"
+        self._ignore_keys = cfg.partitioner_ignore_keys
+        self._sticky: Dict[str, _Sticky] = {}
+        self._rr: Dict[str, int] = {}
+        self._closed = False
+        self._sender = Sender(self)
+        self._sender.start()
+
+    # ----------------------------------------------------------- lifecycle
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<kafkawire.Producer client_id={self.config.client_id!r}" \
+               f"{' closed' if self._closed else ''}>"
+
+    def flush(self, timeout: Optional[float] = None) -> int:
+        """Send everything queued now and wait until it is acknowledged (or failed).
+
+        Returns the number of records still waiting when ``timeout`` seconds
+        ran out (0: all delivered).
+        """
+        acc = self._acc
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with acc.lock:
+            acc.flushing += 1
+        try:
+            self._sender.wake()
+            with acc.lock:
+                while acc.pending_records > 0 and self._sender.is_alive():
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        break
+                    acc.changed.wait(0.05 if left is None else min(left, 0.05))
+                    self._sender.wake()
+                return acc.pending_records
+        finally:
+            with acc.lock:
+                acc.flushing -= 1
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Deliver what is queued (up to ``timeout`` seconds), then stop and close connections.
+
+        Records still undelivered when the time is up fail with
+        :class:`~kafkawire.client.exceptions.ProducerClosedError`.
+        """
+        if self._closed and not self._sender.is_alive():
+            return
+        self._closed = True
+        sender = self._sender
+        sender.closing = True
+        sender.wake()
+        if threading.current_thread() is sender:  # close() from a delivery callback
+            sender.force = True
+            return
+        sender.join(timeout)
+        if sender.is_alive():
+            sender.force = True
+            sender.wake()
+            sender.join()
+
+    # --------------------------------------------------------------- send
+    def send(self, topic: str, value: Any = None, key: Any = None, headers: Headers = None,
+             partition: Optional[int] = None, timestamp: Optional[int] = None,
+             on_delivery: Optional[Callable[[Optional[BaseException], Optional[RecordMetadata]],
+                                            None]] = None) -> "DeliveryFuture":
+        """Queue one record; the future resolves to its :class:`RecordMetadata` once acknowledged.
+
+        Blocks only when the buffer is full or the topic's metadata is not
+        known yet (up to ``max_block_ms``).  ``on_delivery(error, metadata)``
+        runs on the producer's I/O thread once the record is acknowledged or
+        has failed; keep it short.
+        """
+        if self._closed:
+            raise ProducerClosedError("send() after close(); create a new Producer")
+        if self._key_ser is not None:
+            key = self._key_ser(key)
+        if self._value_ser is not None:
+            value = self._value_ser(value)
+        if value is not None and type(value) is not bytes:
+            value = _bytes_field(value, "value")
+        if key is not None and type(key) is not bytes:
+            key = _bytes_field(key, "key")
+        size = RECORD_OVERHEAD + (len(value) if value is not None else 0) + \
+            (len(key) if key is not None else 0)
+        hdrs = None
+        if headers:
+            hdrs, hsize = _headers(headers)
+            size += hsize
+        if size + 61 > self._max_request_size:
+            raise make_error(10, f"the record is {size} bytes, over max_request_size "
+                                 f"({self._max_request_size})", api="Produce", topic=topic)
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        info = self._client.cluster.topics.get(topic)
+        if info is None or not info.partitions:
+            info = self._wait_for_topic(topic)
+        n = len(info.partitions)
+        future = DeliveryFuture()
+        with self._lock:
+            if partition is None:
+                partition = self._partition(topic, key, n, info, size)
+            elif not 0 <= partition < n:
+                raise ValueError(f"{topic} has partitions 0..{n - 1}, not {partition}")
+            acc = self._acc
+            if acc.used + size > acc.buffer_memory and acc.used > 0:
+                if not acc.wait_for_room(size, time.monotonic() + self._max_block):
+                    raise BufferFullError(
+                        f"buffer_memory ({acc.buffer_memory} bytes) stayed full for "
+                        f"max_block_ms ({self._max_block * 1000:.0f} ms); the brokers are not "
+                        "keeping up, or cannot be reached")
+            parts = acc.queues.get(topic)
+            q = parts.get(partition) if parts is not None else None
+            if q is None:
+                q = acc.queue(topic, partition)
+            b = q[-1] if q else None
+            wake = False
+            if b is None or b.closed or (b.size + size > self._batch_size and b.count):
+                if b is not None and not b.closed:
+                    b.closed = True
+                    wake = True
+                b = ProducerBatch(topic, partition, time.monotonic(), self._delivery_timeout)
+                q.append(b)
+            i = b.count
+            b.values.append(value)
+            b.keys.append(key)
+            b.timestamps.append(timestamp)
+            b.headers.append(hdrs)
+            b.futures.append(future)
+            if on_delivery is not None:
+                if b.callbacks is None:
+                    b.callbacks = {}
+                b.callbacks[i] = on_delivery
+            b.count = i + 1
+            b.size += size
+            acc.used += size
+            acc.pending_records += 1
+        if wake:
+            self._sender.wake()
+        return future
+
+    def _partition(self, topic: str, key: Optional[bytes], n: int, info, size: int) -> int:
+        """The partition for a record (the caller holds the lock)."""
+        custom = self._custom_partitioner
+        if custom is not None:
+            p = custom(key, n)
+            if not isinstance(p, int) or not 0 <= p < n:
+                raise ValueError(f"the partitioner returned {p!r} for {topic}, which has "
+                                 f"partitions 0..{n - 1}")
+            return p
+        if key is not None and not self._ignore_keys and not self._round_robin:
+            return partition_for_key(key, n)
+        if self._round_robin:
+            i = self._rr.get(topic, 0)
+            self._rr[topic] = i + 1
+            avail = info.available_partitions()
+            return avail[i % len(avail)] if avail else i % n
+        sticky = self._sticky.get(topic)
+        if sticky is None:
+            sticky = self._sticky[topic] = _Sticky()
+        if sticky.left <= 0 or sticky.partition >= n:
+            avail = info.available_partitions() or list(range(n))
+            if len(avail) > 1 and sticky.partition in avail:
+                choices = [p for p in avail if p != sticky.partition]
+            else:
+                choices = avail
+            sticky.partition = random.choice(choices)
+            sticky.left = self._batch_size
+        sticky.left -= size
+        return sticky.partition
+
+    def _wait_for_topic(self, topic: str):
+        """Block until the sender has the topic's metadata (up to ``max_block_ms``)."""
+        deadline = time.monotonic() + self._max_block
+        sender = self._sender
+        cluster = self._client.cluster
+        with sender.metadata_ready:
+            while True:
+                info = cluster.topics.get(topic)
+                if info is not None and info.partitions and info.error_code == 0:
+                    return info
+                if info is not None and info.error_code and \
+                        not error_code(info.error_code).retriable and info.error_code != 3:
+                    raise make_error(info.error_code, api="Metadata", topic=topic)
+                if not sender.is_alive():
+                    raise ProducerClosedError("the producer is closed")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    code = info.error_code if info is not None else 3
+                    raise BufferFullError(
+                        f"topic {topic!r} not in the cluster's metadata after max_block_ms "
+                        f"({self._max_block * 1000:.0f} ms)"
+                        + (f": {error_code(code).name}" if code else ""))
+                sender.want_metadata(topic)
+                sender.metadata_ready.wait(min(left, 0.1))
+
+    # ------------------------------------------------------------ metadata
+    def partitions_for(self, topic: str) -> List[int]:
+        """The topic's partition numbers (fetching its metadata if needed)."""
+        info = self._client.cluster.topics.get(topic)
+        if info is None or not info.partitions:
+            info = self._wait_for_topic(topic)
+        return sorted(info.partitions)

@@ -1,0 +1,365 @@
+"""The producer against scripted brokers: the faults a real peer will not show on demand.
+
+``IdempotentLog`` keeps each partition's log the way a broker's producer state
+does (KIP-98): per producer id and epoch, a batch whose first sequence is the
+next expected one is appended, a batch already written (one of the last five)
+is answered with its original offset and not written again, anything else is
+OUT_OF_ORDER_SEQUENCE_NUMBER.  The tests lose answers, close connections and
+return errors, then check the log: no duplicate, no reordering, no loss.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import kafkawire
+from kafkawire import protocol as P
+from kafkawire.client import partition_for_key
+from kafkawire.client.config import ConfigError
+from kafkawire.client.exceptions import (BufferFullError, DeliveryTimeoutError,
+                                         ProducerClosedError)
+from kafkawire.client.producer import Producer
+from kafkawire.errors import ProtocolError
+from kafkawire.protocol import error_codes as E
+from test_protocol_client_fake import FakeCluster
+
+pytestmark = pytest.mark.one_backend
+
+
+class IdempotentLog:
+    """A broker's view of idempotent produce requests, per partition."""
+
+    def __init__(self, fake: FakeCluster) -> None:
+        self.fake = fake
+        self.logs = {}          # (topic, partition) -> [(value, key, headers, pid, epoch, seq)]
+        self.state = {}         # (topic, partition, pid) -> (epoch, [(first seq, last seq, offset)])
+        self.next_pid = 1000
+        self.init_requests = []
+        self.lock = threading.Lock()
+        self.fault = None       # fault(node, req, n) -> None | answer; n counts Produce requests
+        self.n = 0
+        fake.handlers[22] = self.init_producer_id
+        fake.handlers[0] = self.produce
+
+    def init_producer_id(self, node, req):
+        m = req.message
+        self.init_requests.append((m.producer_id, m.producer_epoch))
+        if m.producer_id >= 0:
+            return P.InitProducerIdResponse(producer_id=m.producer_id,
+                                            producer_epoch=m.producer_epoch + 1)
+        self.next_pid += 1
+        return P.InitProducerIdResponse(producer_id=self.next_pid, producer_epoch=0)
+
+    def produce(self, node, req):
+        with self.lock:
+            self.n += 1
+            n = self.n
+        if self.fault is not None:
+            out = self.fault(node, req, n)
+            if out is not None:
+                return out
+        return self.answer(req)
+
+    def append(self, topic, partition, data):
+        """Apply one batch as a broker would: (error code, base offset)."""
+        batch = next(iter(kafkawire.iter_batches(data, verify_crc=True)))
+        tp = (topic, partition)
+        log = self.logs.setdefault(tp, [])
+        pid, epoch, seq = batch.producer_id, batch.producer_epoch, batch.base_sequence
+        n = len(batch.records())
+        if pid >= 0:
+            st_epoch, seen = self.state.get((topic, partition, pid), (epoch, []))
+            if epoch < st_epoch:
+                return 47, -1
+            if epoch > st_epoch:
+                seen = []
+                if seq != 0:
+                    return 45, -1
+            for first, last, offset in seen:
+                if first == seq:
+                    return 0, offset  # a duplicate: its first answer again
+            expected = seen[-1][1] + 1 if seen else 0
+            if seq != expected:
+                return 45, -1
+            seen = (seen + [(seq, seq + n - 1, len(log))])[-5:]
+            self.state[(topic, partition, pid)] = (epoch, seen)
+        base = len(log)
+        for r in batch.records():
+            log.append((r.value, r.key, list(r.headers), pid, epoch, seq))
+        return 0, base
+
+    def answer(self, req, codes=None):
+        out = []
+        for t in req.message.topic_data:
+            parts = []
+            for p in t.partition_data:
+                code = (codes or {}).get((t.name, p.index))
+                if code is None:
+                    with self.lock:
+                        code, base = self.append(t.name, p.index, p.records)
+                else:
+                    base = -1
+                parts.append({"index": p.index, "error_code": code, "base_offset": base})
+            out.append({"name": t.name, "partition_responses": parts})
+        return P.ProduceResponse(responses=out)
+
+    def values(self, topic="t", partition=0):
+        return [r[0] for r in self.logs.get((topic, partition), [])]
+
+
+@pytest.fixture
+def fake():
+    cluster = FakeCluster(2)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def broker(fake):
+    return IdempotentLog(fake)
+
+
+def _values(n, prefix=b"v"):
+    return [prefix + str(i).encode() for i in range(n)]
+
+
+def _error_once(broker, n, code):
+    """A fault: the ``n``-th Produce request is answered with ``code`` (nothing written)."""
+    return lambda node, req, i: broker.answer(req, codes={("t", 0): code}) if i == n else None
+
+
+def _send_all(p, values, partition=0, topic="t"):
+    futures = [p.send(topic, v, partition=partition) for v in values]
+    assert p.flush(20) == 0
+    return futures
+
+
+def test_delivers_in_order_with_metadata(fake, broker):
+    with Producer(fake.bootstrap, linger_ms=1, batch_size=200) as p:
+        futures = _send_all(p, _values(100))
+    assert broker.values() == _values(100)
+    mds = [f.result() for f in futures]
+    assert [m.offset for m in mds] == list(range(100))
+    assert {(m.topic, m.partition) for m in mds} == {("t", 0)}
+    # several batches, each with its own sequence, one producer id
+    seqs = sorted({r[5] for r in broker.logs[("t", 0)]})
+    assert len(seqs) > 3 and seqs[0] == 0 and len(broker.init_requests) == 1
+
+
+def test_lost_answer_is_retried_without_duplicates(fake, broker):
+    def lose_second(node, req, n):
+        if n == 2:
+            broker.answer(req)  # written, but the answer never arrives
+            return "silent"
+    broker.fault = lose_second
+    with Producer(fake.bootstrap, linger_ms=0, batch_size=100, request_timeout_ms=400,
+                  retry_backoff_ms=10) as p:
+        futures = _send_all(p, _values(60))
+    assert broker.values() == _values(60)
+    assert [f.result().offset for f in futures] == list(range(60))
+
+
+def test_connection_drop_with_requests_in_flight(fake, broker):
+    def drop(node, req, n):
+        if n in (3, 4):
+            if n == 3:
+                broker.answer(req)
+            return "close"
+    broker.fault = drop
+    with Producer(fake.bootstrap, linger_ms=0, batch_size=100, retry_backoff_ms=5,
+                  reconnect_backoff_ms=5) as p:
+        futures = _send_all(p, _values(80))
+    assert broker.values() == _values(80)
+    assert [f.result().offset for f in futures] == list(range(80))
+
+
+def test_out_of_order_after_a_failed_batch_is_retried_in_order(fake, broker):
+    """Batch k fails (retriable); k+1.. in flight behind it get OUT_OF_ORDER: all are resent in order."""
+    broker.fault = _error_once(broker, 3, 19)  # NOT_ENOUGH_REPLICAS
+    with Producer(fake.bootstrap, linger_ms=0, batch_size=100, retry_backoff_ms=5,
+                  max_in_flight_requests_per_connection=5) as p:
+        futures = _send_all(p, _values(150))
+    assert broker.values() == _values(150)
+    assert [f.result().offset for f in futures] == list(range(150))
+
+
+def test_unknown_producer_id_bumps_the_epoch(fake, broker):
+    broker.fault = _error_once(broker, 2, 59)  # UNKNOWN_PRODUCER_ID
+    with Producer(fake.bootstrap, linger_ms=0, batch_size=100, retry_backoff_ms=5) as p:
+        futures = _send_all(p, _values(50))
+    assert broker.values() == _values(50)
+    assert [f.result().offset for f in futures] == list(range(50))
+    assert broker.init_requests == [(-1, -1), (1001, 0)]
+    epochs = [r[4] for r in broker.logs[("t", 0)]]
+    assert epochs == sorted(epochs) and epochs[-1] == 1
+
+
+def test_real_out_of_order_fails_the_batch_and_bumps_the_epoch(fake, broker):
+    broker.fault = _error_once(broker, 1, 45)  # OUT_OF_ORDER_SEQUENCE_NUMBER
+    errors = []
+    with Producer(fake.bootstrap, linger_ms=0, retry_backoff_ms=5) as p:
+        f1 = p.send("t", b"first", partition=0, on_delivery=lambda e, m: errors.append(e))
+        with pytest.raises(E.OutOfOrderSequenceNumberError):
+            f1.result(10)
+        f2 = p.send("t", b"second", partition=0)
+        assert f2.result(10).offset == 0
+    assert isinstance(errors[0], E.OutOfOrderSequenceNumberError)
+    assert broker.values() == [b"second"] and broker.init_requests[-1] == (1001, 0)
+
+
+def test_not_leader_refreshes_metadata_and_follows_the_leader(fake, broker):
+    fake.leaders[("t", 0)] = 0
+
+    def fault(node, req, n):
+        if node == 0:
+            fake.leaders[("t", 0)] = 1
+            return broker.answer(req, codes={("t", 0): 6})
+    broker.fault = fault
+    with Producer(fake.bootstrap, linger_ms=0, retry_backoff_ms=5) as p:
+        futures = _send_all(p, _values(10))
+    assert broker.values() == _values(10)
+    assert any(r[0] == 1 and r[1] == 0 for r in fake.requests)
+
+
+def test_delivery_timeout_fails_records_with_the_last_error(fake, broker):
+    broker.fault = lambda node, req, n: broker.answer(req, codes={("t", 0): 19})
+    errors = []
+    with Producer(fake.bootstrap, delivery_timeout_ms=300, retry_backoff_ms=20,
+                  on_delivery=lambda e, m: errors.append(e)) as p:
+        f = p.send("t", b"x", partition=0)
+        with pytest.raises(DeliveryTimeoutError, match="NOT_ENOUGH_REPLICAS"):
+            f.result(10)
+    assert len(errors) == 1 and isinstance(errors[0], DeliveryTimeoutError)
+
+
+def test_non_retriable_error_reaches_future_and_callback(fake, broker):
+    broker.fault = lambda node, req, n: broker.answer(req, codes={("t", 0): 10})
+    seen = []
+    with Producer(fake.bootstrap) as p:
+        f = p.send("t", b"x", partition=0, on_delivery=lambda e, m: seen.append((e, m)))
+        with pytest.raises(E.MessageTooLargeError):
+            f.result(10)
+    assert isinstance(seen[0][0], E.MessageTooLargeError) and seen[0][1] is None
+    assert broker.n == 1
+
+
+def test_answer_for_an_unrequested_partition_is_a_protocol_error(fake, broker):
+    def fault(node, req, n):
+        return P.ProduceResponse(responses=[{"name": "t", "partition_responses": [
+            {"index": 1, "error_code": 0, "base_offset": 7}]}])
+    broker.fault = fault
+    with Producer(fake.bootstrap) as p:
+        with pytest.raises(ProtocolError, match="t-1"):
+            p.send("t", b"x", partition=0).result(10)
+
+
+def test_buffer_full_blocks_then_raises(fake, broker):
+    broker.fault = lambda node, req, n: "silent"
+    with Producer(fake.bootstrap, buffer_memory=1000, max_block_ms=200, linger_ms=0,
+                  request_timeout_ms=60_000) as p:
+        p.send("t", b"x" * 600, partition=0)
+        t0 = time.monotonic()
+        with pytest.raises(BufferFullError, match="buffer_memory"):
+            p.send("t", b"y" * 600, partition=0)
+        assert 0.15 < time.monotonic() - t0 < 5
+        p.close(0.2)
+
+
+def test_close_fails_what_cannot_be_delivered(fake, broker):
+    broker.fault = lambda node, req, n: "silent"
+    p = Producer(fake.bootstrap, linger_ms=0, request_timeout_ms=60_000)
+    f = p.send("t", b"x", partition=0)
+    p.close(0.3)
+    with pytest.raises(ProducerClosedError):
+        f.result(5)
+    with pytest.raises(ProducerClosedError):
+        p.send("t", b"y")
+
+
+def test_acks_zero_without_idempotence(fake, broker):
+    broker.fault = lambda node, req, n: (broker.answer(req) and None) or "silent"
+    with Producer(fake.bootstrap, acks=0, enable_idempotence=False) as p:
+        f = p.send("t", b"x", partition=0)
+        assert f.result(10).offset == -1
+    assert broker.values() == [b"x"] and not broker.init_requests
+    assert [r[3].acks for r in fake.requests if r[1] == 0] == [0]
+
+
+def test_settings_are_checked():
+    with pytest.raises(ConfigError, match="'linger'.*'linger_ms'"):
+        Producer("127.0.0.1:1", linger=5)
+    with pytest.raises(ConfigError, match="acks='all'"):
+        Producer("127.0.0.1:1", acks=1)
+
+
+def test_partitioners(fake, broker):
+    fake.partitions["t"] = 4
+    with Producer(fake.bootstrap, linger_ms=0) as p:
+        keyed = [p.send("t", b"v", key=b"key-%d" % i) for i in range(20)]
+        p.flush(10)
+        assert [f.result().partition for f in keyed] == \
+            [partition_for_key(b"key-%d" % i, 4) for i in range(20)]
+    with Producer(fake.bootstrap, partitioner="round_robin", linger_ms=0) as p:
+        rr = [p.send("t", b"v", key=b"same") for _ in range(8)]
+        p.flush(10)
+        assert [f.result().partition for f in rr] == [0, 1, 2, 3] * 2
+    with Producer(fake.bootstrap, partitioner=lambda key, n: len(key) % n) as p:
+        assert p.send("t", b"v", key=b"abc").result(10).partition == 3
+    with Producer(fake.bootstrap, batch_size=1000, linger_ms=0) as p:
+        sticky = [p.send("t", b"v" * 90) for _ in range(40)]
+        p.flush(10)
+        parts = [f.result().partition for f in sticky]
+        runs = [len(list(g)) for _, g in __import__("itertools").groupby(parts)]
+        assert len(runs) > 1 and all(r >= 9 for r in runs[:-1])  # ~batch_size per partition
+
+
+def test_serializers_headers_and_callbacks(fake, broker):
+    calls = []
+    with Producer(fake.bootstrap, key_serializer=str.encode,
+                  value_serializer=lambda v: repr(v).encode(),
+                  on_delivery=lambda e, m: calls.append(("producer", m.offset))) as p:
+        p.send("t", {"a": 1}, key="k", headers={"h": b"1"}, partition=0)
+        p.send("t", [2], key="k2", headers=[("x", None)], partition=0,
+               on_delivery=lambda e, m: calls.append(("send", m.offset)))
+        p.flush(10)
+    assert broker.logs[("t", 0)] == [
+        (b"{'a': 1}", b"k", [("h", b"1")], 1001, 0, 0),
+        (b"[2]", b"k2", [("x", None)], 1001, 0, 0)]
+    assert sorted(calls) == [("producer", 0), ("send", 1)]
+
+
+def test_bad_values_are_refused_at_send(fake, broker):
+    with Producer(fake.bootstrap) as p:
+        with pytest.raises(TypeError, match="value_serializer"):
+            p.send("t", "text")
+        with pytest.raises(ValueError, match="partitions 0..1"):
+            p.send("t", b"x", partition=5)
+        with pytest.raises(E.MessageTooLargeError):
+            p.send("t", b"x" * 2_000_000)
+
+
+def test_many_threads_keep_each_threads_order(fake, broker):
+    with Producer(fake.bootstrap, linger_ms=2, batch_size=300) as p:
+        def work(t):
+            for i in range(300):
+                p.send("t", b"%d-%d" % (t, i), partition=t % 2)
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert p.flush(20) == 0
+    for part in (0, 1):
+        vals = broker.values("t", part)
+        assert len(vals) == 600
+        for t in (part, part + 2):
+            mine = [v for v in vals if v.startswith(b"%d-" % t)]
+            assert mine == [b"%d-%d" % (t, i) for i in range(300)]
+
+
+def test_unknown_topic_times_out_in_send(fake, broker):
+    with Producer(fake.bootstrap, max_block_ms=300, retry_backoff_ms=20) as p:
+        with pytest.raises(BufferFullError, match="not in the cluster's metadata"):
+            p.send("nope", b"x")
