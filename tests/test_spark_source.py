@@ -7,6 +7,7 @@ Kafka 3.9.1's own Java classes (``tests/java/LogFolderHelper.java``).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 
 import pytest
@@ -38,7 +39,9 @@ def _bounds(logdirs, tps=None):
 
 @pytest.mark.parametrize("opts, words", [
     ({"bogus": "1"}, "unknown option"),
-    ({"kafka.bootstrap.servers": "x:9092"}, "unknown option"),
+    ({"kafka.bootstrap.servers": "x:9092", "topic": "t"}, "unknown option.*: topic;"),
+    ({"minoffsetspertrigger": "10"}, "streaming"),
+    ({"maxtriggerdelay": "soon"}, "duration"),
     ({"subscribe": "a", "assign": '{"a":[0]}'}, "exclude each other"),
     ({"startingoffsets": "latest"}, "not allowed for batch"),
     ({"endingoffsets": "earliest"}, "not allowed"),
@@ -276,3 +279,111 @@ def test_internal_topics_only_when_named_and_empty_reads(logdirs, tmp_path):
                                         "startingoffsets": '{"orders":{"0":5}}',
                                         "endingoffsets": '{"orders":{"0":5}}'}))
     assert reader.partitions() == [] and list(reader.read(InputPartition(None))) == []
+
+
+# -- drop-in for Spark's Kafka source ------------------------------------------------
+
+def test_kafka_source_options_for_a_live_cluster_are_ignored(logdirs, caplog):
+    import logging
+    from kafkawire.spark import options as O
+    O._logged.clear()
+    cluster = {"kafka.bootstrap.servers": "broker:9092", "kafka.security.protocol": "SASL_SSL",
+               "kafka.group.id": "g", "groupIdPrefix": "p", "fetchOffset.numRetries": "3",
+               "fetchOffset.retryIntervalMs": "10", "kafkaConsumer.pollTimeoutMs": "512"}
+    with caplog.at_level(logging.INFO, "kafkawire.spark"):
+        _, with_cluster = read_in_process({"path": logdirs, "subscribe": "orders",
+                                           "kafka.isolation.level": "read_committed", **cluster})
+        read_in_process({"path": logdirs, "subscribe": "orders", **cluster})
+    lines = [r.message for r in caplog.records if "ignoring" in r.message]
+    assert len(lines) == 1 and "kafka.bootstrap.servers" in lines[0]
+    _, plain = read_in_process({"path": logdirs, "subscribe": "orders", "isolation": "read_committed"})
+    assert rows_of_table(with_cluster, headers=False) == rows_of_table(plain, headers=False)
+    ro = parse_options({"path": "/x", "minOffsetsPerTrigger": "5", "maxTriggerDelay": "2m"},
+                       streaming=True)
+    assert (ro.min_offsets_per_trigger, ro.max_trigger_delay_ms) == (5, 120_000)
+
+
+def _cut_log(logdirs, tmp_path, name="orders-0"):
+    """A copy of a partition whose first segment was deleted (retention): the log starts later."""
+    import shutil
+    root = tmp_path / "cut"
+    shutil.copytree(os.path.join(logdirs, name), root / name)
+    first = sorted(f for f in os.listdir(root / name) if f.endswith(".log"))[0][:-4]
+    for f in os.listdir(root / name):
+        if f.startswith(first):
+            os.remove(root / name / f)
+    log = Log.open(str(root / name))
+    assert log.start_offset > 0
+    return str(root), log.start_offset, log.next_offset
+
+
+def test_fail_on_data_loss_false_skips_offsets_that_are_gone(logdirs, tmp_path):
+    root, lo, hi = _cut_log(logdirs, tmp_path)
+    starting = json.dumps({"orders": {"0": 0}})
+    with pytest.raises(OptionError, match="before its first segment"):
+        read_in_process({"path": root, "startingoffsets": starting})
+    _, table = read_in_process({"path": root, "startingoffsets": starting, "failondataloss": "false"})
+    assert table.column("offset").to_pylist()[0] >= lo
+    assert rows_of_table(table, headers=False) == expected_rows(root, headers=False)
+    ending = json.dumps({"orders": {"0": hi + 100}})
+    with pytest.raises(OptionError, match="past its log end"):
+        read_in_process({"path": root, "endingoffsets": ending})
+    _, table = read_in_process({"path": root, "endingoffsets": ending, "failondataloss": "false"})
+    assert rows_of_table(table, headers=False) == expected_rows(root, headers=False)
+
+
+def test_corrupt_data_is_skipped_only_when_asked(logdirs, tmp_path):
+    import shutil
+    import warnings
+    from kafkawire.errors import CorruptRecordError
+    root = tmp_path / "bad"
+    shutil.copytree(os.path.join(logdirs, "orders-0"), root / "orders-0")
+    seg = root / "orders-0" / sorted(f for f in os.listdir(root / "orders-0") if f.endswith(".log"))[0]
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2: len(data) // 2 + 64] = b"\xff" * 64      # garbage in the middle of a segment
+    seg.write_bytes(bytes(data))
+    for extra in ({}, {"failondataloss": "false"}):
+        with pytest.raises(CorruptRecordError, match="skipCorruptData=true"):
+            read_in_process({"path": str(root), "verifycrc": "true", **extra})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, table = read_in_process({"path": str(root), "verifycrc": "true", "skipcorruptdata": "true"})
+    with Log.open(os.path.join(logdirs, "orders-0")) as intact:
+        assert 0 < table.num_rows < sum(1 for _ in intact.records())
+    assert any("skipCorruptData" in str(w.message) for w in caught)
+
+
+def test_stream_data_loss_and_min_offsets_per_trigger(logdirs, tmp_path):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from kafkawire.errors import LogError
+    from kafkawire.spark.stream import KafkaWireStreamReader
+    root, lo, hi = _cut_log(logdirs, tmp_path)
+    gone = {"orders": {"0": 0}}
+    reader = KafkaWireStreamReader(parse_options({"path": root}, streaming=True))
+    with pytest.raises(LogError, match="were deleted"):
+        reader.partitions(gone, {"orders": {"0": hi}})
+    reader = KafkaWireStreamReader(parse_options({"path": root, "failondataloss": "false"},
+                                                 streaming=True))
+    tasks = reader.partitions(gone, {"orders": {"0": hi}})
+    assert min(sl.start_offset for t in tasks for sl in t.slices) == lo
+    # fewer offsets waiting than minOffsetsPerTrigger: no micro-batch until maxTriggerDelay passes
+    start = {"orders": {"0": hi - 5}}
+    reader = KafkaWireStreamReader(parse_options({"path": root, "minoffsetspertrigger": "10",
+                                                  "maxtriggerdelay": "1h"}, streaming=True))
+    assert reader.latestOffset(start, ReadAllAvailable()) == start
+    assert reader.latestOffset({"orders": {"0": hi - 20}}, ReadAllAvailable()) == {"orders": {"0": hi}}
+    reader.ro.max_trigger_delay_ms = 0
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"orders": {"0": hi}}
+
+
+def test_load_checks_paths_and_ranges_before_any_query(logdirs):
+    from kafkawire.errors import PathError
+    from kafkawire.spark.source import KafkaWireDataSource
+    assert "offset" in KafkaWireDataSource({"path": logdirs}).schema()
+    for opts, err, words in [({"path": logdirs, "subscribe": "nosuch"}, OptionError, "not found"),
+                             ({"path": os.path.join(logdirs, "nosuch")}, PathError, "not a directory"),
+                             ({"path": logdirs, "assign": '{"orders":[0]}',
+                               "endingoffsets": '{"orders":{"0":99999999}}'}, OptionError, "past its log end")]:
+        with pytest.raises(err, match=words) as info:
+            KafkaWireDataSource(opts).schema()
+        assert len(info.traceback) == 2      # the test, schema(): Spark shows one frame, then the message

@@ -9,6 +9,7 @@ on the driver, before any task runs: a typo must never read as "no rows".
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Tuple
@@ -19,6 +20,8 @@ TopicPartition = Tuple[str, int]
 
 EARLIEST = -2
 LATEST = -1
+
+log = logging.getLogger("kafkawire.spark")
 
 
 class OptionError(KafkaWireError, ValueError):
@@ -43,15 +46,24 @@ KNOWN = {
     "minpartitions": "minimum number of Spark tasks",
     "maxrecordsperpartition": "maximum records (offsets) per Spark task",
     "maxoffsetspertrigger": "streaming: maximum offsets per micro-batch",
+    "minoffsetspertrigger": "streaming: wait for at least this many offsets (up to maxTriggerDelay)",
+    "maxtriggerdelay": "streaming: longest wait for minOffsetsPerTrigger (e.g. 15m, 30s; default 15m)",
     "isolation": "read_uncommitted | read_committed",
     "kafka.isolation.level": "alias of isolation",
-    "failondataloss": "true | false: false logs and skips a corrupt tail instead of failing",
+    "failondataloss": "true | false: false skips offsets that are gone or out of range, with a warning",
+    "skipcorruptdata": "true | false: skip the rest of a segment from a corrupt batch on, with a warning",
     "maxbytespertask": "largest byte range of .log files one task reads (e.g. 64m)",
     "recordsperbatch": "rows per Arrow batch a task decodes at most (10000..100000)",
     "pushfilters": "true | false: accept Spark's pushed filters (off by default, see README)",
     "verifycrc": "true | false: check every batch's CRC while reading",
     "storage_options": 'JSON object of fsspec settings for URL paths, e.g. {"anon": true}',
 }
+
+#: Options of Spark's Kafka source that only mean something to a live cluster: accepted, so a
+#: job runs with only the format name changed, and ignored (logged once).  Every ``kafka.*``
+#: consumer setting is one, except ``kafka.isolation.level``.
+CLUSTER_ONLY = ("groupidprefix", "fetchoffset.numretries", "fetchoffset.retryintervalms",
+                "kafkaconsumer.polltimeoutms")
 
 #: Storage settings for URL paths, in Hadoop's names (see kafkawire.log.storage.storage_options);
 #: any other ``fs.*`` option is accepted (Hadoop tuning a job may carry) and has no effect.
@@ -75,8 +87,11 @@ class ReadOptions:
     min_partitions: Optional[int] = None
     max_records_per_partition: Optional[int] = None
     max_offsets_per_trigger: Optional[int] = None
+    min_offsets_per_trigger: Optional[int] = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
     isolation: str = "read_uncommitted"
     fail_on_data_loss: bool = True
+    skip_corrupt_data: bool = False
     max_bytes_per_task: int = 64 << 20
     records_per_batch: int = 65536
     push_filters: bool = False
@@ -93,12 +108,15 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
     """
     opts = {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
     storage = {k: v for k, v in opts.items() if k.startswith(STORAGE_PREFIXES) or k == "storage_options"}
-    unknown = sorted(set(opts) - set(KNOWN) - set(storage))
+    ignored = sorted(k for k in opts if k not in KNOWN and (k.startswith("kafka.") or k in CLUSTER_ONLY))
+    unknown = sorted(set(opts) - set(KNOWN) - set(storage) - set(ignored))
     if unknown:
         raise OptionError(
             f"unknown option(s) for format 'kafkawire': {', '.join(unknown)}; "
-            f"known options: {', '.join(k for k in KNOWN if k != 'paths')}. "
-            "kafkawire reads log files, so broker settings (kafka.bootstrap.servers, ...) do not apply")
+            f"known options: {', '.join(k for k in KNOWN if k != 'paths')}, "
+            "plus Spark's Kafka-source options for a live cluster (kafka.*, groupIdPrefix, "
+            "fetchOffset.*, kafkaConsumer.pollTimeoutMs), which are ignored")
+    _log_ignored(ignored)
     ro = ReadOptions(paths=_paths(opts), raw=opts, storage_options=storage)
     if not ro.paths:
         raise OptionError("no path given: use spark.read.format('kafkawire').load('/path/to/log.dirs')")
@@ -160,14 +178,24 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
     ro.min_partitions = _int(opts, "minpartitions", minimum=1)
     ro.max_records_per_partition = _int(opts, "maxrecordsperpartition", minimum=1)
     ro.max_offsets_per_trigger = _int(opts, "maxoffsetspertrigger", minimum=1)
-    if ro.max_offsets_per_trigger is not None and streaming is False:
-        raise OptionError("maxOffsetsPerTrigger applies to streaming reads only "
-                          "(spark.readStream); for batch reads use endingOffsets")
+    ro.min_offsets_per_trigger = _int(opts, "minoffsetspertrigger", minimum=1)
+    delay = _duration(opts, "maxtriggerdelay")
+    if delay is not None:
+        ro.max_trigger_delay_ms = delay
+    for key in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"):
+        if key in opts and streaming is False:
+            raise OptionError(f"{_NAMES[key]} applies to streaming reads only "
+                              "(spark.readStream); for batch reads use endingOffsets")
+    if (ro.min_offsets_per_trigger is not None and ro.max_offsets_per_trigger is not None
+            and ro.min_offsets_per_trigger > ro.max_offsets_per_trigger):
+        raise OptionError(f"minOffsetsPerTrigger ({ro.min_offsets_per_trigger}) is larger than "
+                          f"maxOffsetsPerTrigger ({ro.max_offsets_per_trigger})")
     iso = opts.get("isolation", opts.get("kafka.isolation.level", "read_uncommitted")).strip().lower()
     if iso not in ("read_uncommitted", "read_committed"):
         raise OptionError(f"isolation must be read_uncommitted or read_committed, not {iso!r}")
     ro.isolation = iso
     ro.fail_on_data_loss = _bool(opts, "failondataloss", True)
+    ro.skip_corrupt_data = _bool(opts, "skipcorruptdata", False)
     size = _size(opts, "maxbytespertask")
     if size is not None:
         ro.max_bytes_per_task = size
@@ -179,6 +207,34 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
     ro.push_filters = _bool(opts, "pushfilters", False)
     ro.verify_crc = _bool(opts, "verifycrc", False)
     return ro
+
+
+_NAMES = {"maxoffsetspertrigger": "maxOffsetsPerTrigger", "minoffsetspertrigger": "minOffsetsPerTrigger",
+          "maxtriggerdelay": "maxTriggerDelay"}
+_logged: set = set()
+
+
+def _log_ignored(keys: List[str]) -> None:
+    """One log line per process for each set of cluster-only options."""
+    key = tuple(keys)
+    if keys and key not in _logged:
+        _logged.add(key)
+        log.info("kafkawire reads log files, not a cluster: ignoring %s", ", ".join(keys))
+
+
+_DURATION_UNITS = {"ms": 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
+                   "d": 86_400_000}
+
+
+def _duration(opts: Dict[str, str], key: str) -> Optional[int]:
+    """Milliseconds from Spark's duration syntax (``15m``, ``30s``, ``500ms``; bare numbers are ms)."""
+    if key not in opts:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", opts[key].lower())
+    if not m or (m.group(2) and m.group(2) not in _DURATION_UNITS):
+        raise OptionError(f"option {_NAMES.get(key, key)} must be a duration like 15m, 30s or 500ms, "
+                          f"not {opts[key]!r}")
+    return int(m.group(1)) * _DURATION_UNITS.get(m.group(2) or "ms", 1)
 
 
 def _check_storage(ro: ReadOptions) -> None:

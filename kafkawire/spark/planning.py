@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from kafkawire.spark.layout import PartitionInfo, SegmentInfo
-from kafkawire.spark.options import EARLIEST, LATEST, OptionError, ReadOptions
+from kafkawire.spark.options import EARLIEST, LATEST, OptionError, ReadOptions, log
 
 try:
     from pyspark.sql.datasource import InputPartition
@@ -161,16 +161,28 @@ def resolve_ranges(parts: List[PartitionInfo], ro: ReadOptions) -> List[Range]:
             spec = ro.ending
             v = spec if isinstance(spec, str) else spec[tp]
             end = hi if v in ("latest", LATEST) else int(v)
+        name = f"{tp[0]}-{tp[1]}"
         if start < lo:
             if ro.fail_on_data_loss:
-                raise OptionError(f"starting offset {start} of {tp[0]}-{tp[1]} is before its first segment "
+                raise OptionError(f"starting offset {start} of {name} is before its first segment "
                                   f"({lo}); use earliest, or failOnDataLoss=false to start at {lo}")
+            log.warning("%s: offsets %d..%d are gone (the log starts at %d); skipped "
+                        "(failOnDataLoss=false)", name, start, lo - 1, lo)
             start = lo
         if start > hi:
-            raise OptionError(f"starting offset {start} of {tp[0]}-{tp[1]} is past its log end ({hi})")
+            if ro.fail_on_data_loss:
+                raise OptionError(f"starting offset {start} of {name} is past its log end ({hi}); give an "
+                                  "offset within the log, or failOnDataLoss=false to read nothing there")
+            log.warning("%s: starting offset %d is past the log end %d; nothing read "
+                        "(failOnDataLoss=false)", name, start, hi)
+            start = hi
         if end > hi:
-            raise OptionError(f"ending offset {end} of {tp[0]}-{tp[1]} is past its log end ({hi}); "
-                              "use latest or -1 to read to the end")
+            if ro.fail_on_data_loss:
+                raise OptionError(f"ending offset {end} of {name} is past its log end ({hi}); "
+                                  "use latest or -1 to read to the end")
+            log.warning("%s: ending offset %d is past the log end %d; reading to the end "
+                        "(failOnDataLoss=false)", name, end, hi)
+            end = hi
         if start > end:
             raise OptionError(f"starting offset {start} is after ending offset {end} for {tp[0]}-{tp[1]}: "
                               "the range is empty; fix startingOffsets/endingOffsets (or the timestamps)")

@@ -47,12 +47,14 @@ class ReadSettings:
     ts_lo: Optional[int] = None      # ms, inclusive
     ts_hi: Optional[int] = None      # ms, exclusive
     storage_options: Optional[Dict[str, str]] = None   # fs.* / storage_options, for URLs
+    skip_corrupt_data: bool = False
 
     @classmethod
     def from_options(cls, ro: ReadOptions, bounds: Optional[Bounds] = None) -> "ReadSettings":
         b = bounds or Bounds()
         return cls(ro.include_headers, ro.isolation, ro.records_per_batch, ro.verify_crc,
-                   ro.fail_on_data_loss, b.ts_lo, b.ts_hi, ro.storage_options or None)
+                   ro.fail_on_data_loss, b.ts_lo, b.ts_hi, ro.storage_options or None,
+                   ro.skip_corrupt_data)
 
 
 def _trace(s: Slice) -> None:
@@ -132,10 +134,10 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
                 except StopIteration:
                     pass
     except CorruptRecordError as exc:
-        if st.fail_on_data_loss:
-            raise type(exc)(f"{exc} (in {s.path}; set failOnDataLoss=false to skip the rest of a "
+        if not st.skip_corrupt_data:
+            raise type(exc)(f"{exc} (in {s.path}; set skipCorruptData=true to skip the rest of a "
                             "damaged segment)", position=None, reason=exc.reason) from exc
-        warnings.warn(f"kafkawire: skipping the rest of {s.path}: {exc}")
+        warnings.warn(f"kafkawire: skipping the rest of {s.path} (skipCorruptData=true): {exc}")
     finally:
         pieces.close()
 

@@ -9,8 +9,22 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource
 
-from kafkawire.spark.options import parse_options
+from kafkawire.errors import KafkaWireError
+from kafkawire.spark.options import ReadOptions, parse_options
 from kafkawire.spark.schema import spark_ddl
+
+
+def check_files(ro: ReadOptions) -> None:
+    """Paths, topic selection and offset ranges must fit the files: checked when the DataFrame is
+    defined (Spark asks for the schema then), so ``load()`` fails, not the first query."""
+    from kafkawire.spark import layout
+    from kafkawire.spark.planning import resolve_ranges, select_partitions
+    parts = layout.discover(ro.paths, ro.storage_options)
+    try:
+        resolve_ranges(select_partitions(parts, ro), ro)
+    finally:
+        for part in parts:
+            part.close()
 
 
 class KafkaWireDataSource(DataSource):
@@ -21,7 +35,13 @@ class KafkaWireDataSource(DataSource):
         return "kafkawire"
 
     def schema(self) -> str:
-        ro = parse_options(self.options, streaming=None)
+        # Spark asks for the schema when the DataFrame is defined: every option, path and
+        # range problem surfaces here, raised afresh so Spark's report of it stays short
+        try:
+            ro = parse_options(self.options, streaming=None)
+            check_files(ro)
+        except KafkaWireError as exc:
+            raise exc.with_traceback(None) from None
         return spark_ddl(ro.include_headers)
 
     def reader(self, schema):

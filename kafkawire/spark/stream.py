@@ -9,10 +9,12 @@ everything present when the query starts, in limited micro-batches, then stops.
 """
 from __future__ import annotations
 
+import time
 from typing import Dict, Iterator, Optional, Sequence
 
+from kafkawire.errors import LogError
 from kafkawire.spark import layout
-from kafkawire.spark.options import ReadOptions
+from kafkawire.spark.options import ReadOptions, log
 from kafkawire.spark.planning import (Range, Task, last_stable_offset, plan_tasks, resolve_ranges,
                                       select_partitions)
 from kafkawire.spark.reader import ReadSettings, read_task
@@ -41,6 +43,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def __init__(self, ro: ReadOptions) -> None:
         self.ro = ro
         self._available_now: Optional[Dict[tuple, int]] = None
+        self._last_trigger = time.monotonic()   # for minOffsetsPerTrigger / maxTriggerDelay
 
     def _parts(self):
         return select_partitions(layout.discover(self.ro.paths, self.ro.storage_options), self.ro)
@@ -74,9 +77,24 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                     for tp, e in ends.items()}
         if isinstance(limit, ReadMaxRows):
             ends = _rate_limit(begin, ends, int(limit.max_rows))
+        if self._too_few(begin, ends):
+            return _to_json(begin)
         merged = dict(begin)
         merged.update(ends)
         return _to_json(merged)
+
+    def _too_few(self, begin: Dict[tuple, int], ends: Dict[tuple, int]) -> bool:
+        """minOffsetsPerTrigger: hold the micro-batch back until that many offsets wait or
+        maxTriggerDelay has passed since the last one (never under availableNow)."""
+        want = self.ro.min_offsets_per_trigger
+        if want is None or self._available_now is not None:
+            return False
+        waiting = sum(e - begin[tp] for tp, e in ends.items())
+        now = time.monotonic()
+        if waiting >= want or (now - self._last_trigger) * 1000 >= self.ro.max_trigger_delay_ms:
+            self._last_trigger = now
+            return False
+        return True
 
     def reportLatestOffset(self) -> Optional[Offsets]:  # noqa: N802
         return _to_json(self._ends())
@@ -90,6 +108,13 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if part is None:
                 continue
             s = begin.get(tp, part.start_offset)
+            if s < part.start_offset:
+                lost = f"{tp[0]}-{tp[1]}: offsets {s}..{part.start_offset - 1} were deleted " \
+                       f"(the log now starts at {part.start_offset})"
+                if self.ro.fail_on_data_loss:
+                    raise LogError(f"{lost}; set failOnDataLoss=false to skip them")
+                log.warning("%s; skipped (failOnDataLoss=false)", lost)
+                s = part.start_offset
             if e > s:
                 ranges.append(Range(part, s, e))
         return plan_tasks(ranges, self.ro)
