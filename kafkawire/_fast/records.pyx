@@ -21,6 +21,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memcmp
 from kafkawire._fast.wire cimport (kw_be_i32, kw_be_u32, kw_be_i64, kw_varint32, kw_varint64)
+from kafkawire._fast.cpython_tricks cimport tricks_enabled, kw_store_int, kw_store_bytes
 
 import zlib
 from kafkawire.errors import CorruptRecordError
@@ -72,67 +73,6 @@ cdef extern from *:
         return 1;
     }
 
-    /* Field stores for a record nothing but its iterator holds (so nothing can see
-       its old field values either): an old int or bytes value that is likewise
-       held by nothing else and has the new value's size is rewritten in place,
-       which spares a free and an allocation per field.  Ints only above the
-       small-int cache and bytes of two bytes or more (the interpreter shares
-       smaller ones); CPython's int layout is used only where known (< 3.12). */
-    #if PY_VERSION_HEX < 0x030B0000
-    #include <longintrepr.h>
-    #endif
-    static inline int kw_store_int(PyObject **slot, int64_t v) {
-        PyObject *old = *slot;
-    #if PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION)
-        if (v > 256 && old != NULL && Py_REFCNT(old) == 1 && PyLong_CheckExact(old)) {
-            uint64_t u = (uint64_t)v, t = u;
-            Py_ssize_t need = 0, i;
-            while (t) { need++; t >>= PyLong_SHIFT; }
-            if (Py_SIZE(old) == need) {
-                for (i = 0; i < need; i++) {
-                    ((PyLongObject *)old)->ob_digit[i] = (digit)(u & PyLong_MASK);
-                    u >>= PyLong_SHIFT;
-                }
-                return 0;
-            }
-        }
-    #endif
-        PyObject *nw = PyLong_FromLongLong(v);
-        if (nw == NULL) return -1;
-        *slot = nw;
-        Py_XDECREF(old);
-        return 0;
-    }
-
-    static inline int kw_store_bytes(PyObject **slot, const unsigned char *p, Py_ssize_t n) {
-        PyObject *old = *slot;
-        PyObject *nw;
-    #if PY_VERSION_HEX < 0x030E0000 && !defined(PYPY_VERSION)
-        if (n > 1 && old != NULL && Py_REFCNT(old) == 1 && PyBytes_CheckExact(old)
-                && PyBytes_GET_SIZE(old) == n) {
-            memcpy(PyBytes_AS_STRING(old), p, (size_t)n);
-    #if defined(__GNUC__)
-    #pragma GCC diagnostic push
-    #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    #endif
-            ((PyBytesObject *)old)->ob_shash = -1;   /* forget a cached hash */
-    #if defined(__GNUC__)
-    #pragma GCC diagnostic pop
-    #endif
-            return 0;
-        }
-    #endif
-        if (n < 0) {
-            Py_INCREF(Py_None);
-            nw = Py_None;
-        } else {
-            nw = PyBytes_FromStringAndSize((const char *)p, n);
-            if (nw == NULL) return -1;
-        }
-        *slot = nw;
-        Py_XDECREF(old);
-        return 0;
-    }
     """
     ctypedef struct kw_rec_t:
         const unsigned char *key
@@ -141,8 +81,10 @@ cdef extern from *:
         int32_t klen, vlen, off_delta
         int64_t ts_delta
     int kw_rec_plain(const unsigned char *p, const unsigned char *pend, kw_rec_t *r) nogil
-    int kw_store_int(PyObject **slot, int64_t v) except -1
-    int kw_store_bytes(PyObject **slot, const unsigned char *p, Py_ssize_t n) except -1
+
+
+#: Reuse of dropped records (see ``RecordIterator._claim``): one of the interpreter tricks.
+cdef bint REUSE = tricks_enabled()
 
 
 cdef str CREATE_TIME = "CreateTime"
@@ -398,6 +340,22 @@ cdef class RecordIterator:
             self.held = False
         return 0
 
+    cdef inline object _claim(self):
+        """The spare record the next record may be written into, held strongly, or None.
+
+        Only a spare nothing but this iterator holds qualifies (then nothing can
+        observe it).  The caller keeps the returned reference while it releases the
+        old field values: their finalizers may run Python code that re-enters this
+        iterator, which then sees the spare as in use and cannot reuse or free it.
+        """
+        cdef PyObject *o
+        if not REUSE:
+            return None
+        o = <PyObject *>(self.spare1 if self.flip else self.spare0)
+        if Py_REFCNT(o) == 1:   # (None never has refcount 1)
+            return <object>o
+        return None
+
     cdef inline Record _next(self):
         """Decode the record at self.p (the caller checked remaining > 0)."""
         cdef kw_rec_t rec
@@ -405,11 +363,13 @@ cdef class RecordIterator:
         cdef PyObject *o
         cdef PyObject *h
         cdef char *f
+        cdef object keep
         if not kw_rec_plain(self.p, self.pend, &rec):
             return self._next_checked()
-        o = <PyObject *>(self.spare1 if self.flip else self.spare0)
-        if Py_REFCNT(o) == 1:
+        keep = self._claim()
+        if keep is not None:
             # the spare _emit would reuse: fill it here, rewriting old values in place
+            o = <PyObject *>keep
             self.flip = not self.flip
             self.p = rec.end
             f = <char *>o
@@ -434,7 +394,7 @@ cdef class RecordIterator:
             if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
                     and Py_REFCNT(h) == 1):
                 _put(o, _F_HEADERS, PyList_New(0))
-            return <Record>o
+            return <Record>keep
         key = _mk_bytes(rec.key, rec.klen) if rec.klen >= 0 else None
         value = _mk_bytes(rec.value, rec.vlen) if rec.vlen >= 0 else None
         offset = self.base_offset + rec.off_delta
@@ -454,8 +414,8 @@ cdef class RecordIterator:
         cdef PyObject *h
         self.flip = not self.flip
         o = <PyObject *>(self.spare0 if self.flip else self.spare1)
-        if Py_REFCNT(o) == 1:   # only this iterator holds it (None never has refcount 1)
-            r = <Record>o
+        if REUSE and Py_REFCNT(o) == 1:   # only this iterator holds it (None never has refcount 1)
+            r = <Record>o   # held strongly while _put releases the old values
             _put(o, _F_OFFSET, offset)
             _put(o, _F_TIMESTAMP, self.last_ts)
             _put(o, _F_TSTYPE, self.ts_name)
@@ -502,6 +462,7 @@ cdef class RecordIterator:
         cdef PyObject *oh
         cdef PyObject *t
         cdef char *f
+        cdef object keep = None
         q = kw_varint32(p, pend, &length, &err)
         if q == NULL:
             self._fail(_varint_error(err, p - base, None))
@@ -513,6 +474,9 @@ cdef class RecordIterator:
             self._fail(_corrupt(f"record length {length} runs past the end of the batch",
                                 rstart - base, None, "truncated"))
         rend = p + length
+        # the iterator moves past this record now: releasing old header values below
+        # may run Python code that re-enters it, and must find the next record
+        self.p = rend
         p += 1  # attributes: unused
         q = kw_varint64(p, rend, &ts_delta, &err)
         if q == NULL:
@@ -565,9 +529,9 @@ cdef class RecordIterator:
             # the headers list of the spare record that will be reused, when nothing
             # else holds it and it has as many entries: refilled in place
             oh = NULL
-            o = <PyObject *>(self.spare1 if self.flip else self.spare0)
-            if Py_REFCNT(o) == 1:
-                oh = (<PyObject **>((<char *>o) + _F_HEADERS))[0]
+            keep = self._claim()   # held while old header pairs are released
+            if keep is not None:
+                oh = (<PyObject **>((<char *><PyObject *>keep) + _F_HEADERS))[0]
                 if not (oh != NULL and PyList_CheckExact(oh) and Py_REFCNT(oh) == 1
                         and PyList_GET_SIZE_RAW(oh) == nh):
                     oh = NULL
@@ -643,14 +607,17 @@ cdef class RecordIterator:
             self._fail(_corrupt(f"record declares {length} bytes but its fields use "
                                 f"{length - (rend - p)}", rstart - base,
                                 self.base_offset + off_delta, "length"))
-        self.p = p
         if not self.lat:
             ts = self.base_timestamp + ts_delta
             if self.last_ts is None or ts != self.last_ts_value:
                 self.last_ts = ts
                 self.last_ts_value = ts
-        o = <PyObject *>(self.spare1 if self.flip else self.spare0)
-        if Py_REFCNT(o) == 1:   # the spare _emit would reuse: rewrite old values in place
+        if keep is None:
+            keep = self._claim()
+        elif Py_REFCNT(<PyObject *>keep) != 2 or keep is not (self.spare1 if self.flip else self.spare0):
+            keep = None   # a callback re-entered this iterator and took the spare: leave it
+        if keep is not None:   # the spare _emit would reuse: rewrite old values in place
+            o = <PyObject *>keep
             self.flip = not self.flip
             f = <char *>o
             kw_store_bytes(<PyObject **>(f + _F_KEY), kptr, klen)
@@ -662,7 +629,7 @@ cdef class RecordIterator:
                 _put(o, _F_HEADERS, headers)
             else:
                 _put(o, _F_HEADERS, PyList_New(0))
-            return <Record>o
+            return <Record>keep
         key = None if kptr == NULL else _mk_bytes(kptr, klen)
         value = None if vptr == NULL else _mk_bytes(vptr, vlen)
         if headers is not None and <PyObject *>headers == oh:

@@ -202,12 +202,13 @@ def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_coun
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.object cimport PyTypeObject
+from kafkawire._fast.cpython_tricks cimport tricks_enabled, kw_gc_new
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
     ctypedef struct TypeSlots "PyTypeObject":
         PyObject *(*tp_new)(TypeSlots *, PyObject *, PyObject *)
-    PyObject *_PyObject_GC_New(TypeSlots *tp)
     void PyObject_GC_Track(void *op)
 
 cdef tuple _NO_ARGS = ()
@@ -330,7 +331,8 @@ cdef bint _layout_known():
 
 # with a known layout, objects are made with _PyObject_GC_New (no zero-fill, not
 # tracked) and every field is written once; otherwise through the type's tp_new
-cdef bint _RAW_NEW = _layout_known()
+cdef bint _RAW_NEW = tricks_enabled() and _layout_known()
+cdef Py_ssize_t _HEADER_SIZE = BatchHeader.__basicsize__
 
 
 def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_count,
@@ -349,9 +351,14 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
     cdef PyObject **f
     if not issubclass(v2_type, BatchHeader):
         raise TypeError("scan_batch_objects: v2_type must subclass this backend's BatchHeader")
+    # Only a subclass that adds no storage (no __dict__, no weakref slot, no extra
+    # slots) has BatchHeader's layout: others are made the ordinary way.
+    cdef bint plain = (v2_type.__basicsize__ == _HEADER_SIZE and v2_type.__dictoffset__ == 0
+                       and v2_type.__weakrefoffset__ == 0)
+    cdef bint raw_new = _RAW_NEW and plain
     # the objects hold only ints and the caller's values; when those cannot
     # reference the objects back (no cycles), the cyclic GC need not track them
-    cdef bint untrack = (type(buf) in _ACYCLIC and type(base_position) in _ACYCLIC
+    cdef bint untrack = (plain and type(buf) in _ACYCLIC and type(base_position) in _ACYCLIC
                          and type(max_size) in _ACYCLIC)
     rows.data = NULL
     rows.n = 0
@@ -371,8 +378,8 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
         for i in range(rows.n):
             row = rows.data + i * NF
             if row[4] == 2:
-                if _RAW_NEW:
-                    obj = _PyObject_GC_New(<TypeSlots *>v2_type)
+                if raw_new:
+                    obj = kw_gc_new(<PyTypeObject *>v2_type)
                     if obj == NULL:
                         raise MemoryError()
                     f = <PyObject **>((<char *>obj) + sizeof(PyObject))

@@ -1,4 +1,5 @@
-/* Inline big-endian loads and varint readers shared by the record kernels. */
+/* Inline big-endian loads, zigzag and varint readers: the C side of wire.pxd,
+ * shared by every compiled kernel (and dumpfmt's C helpers). */
 #ifndef KAFKAWIRE_WIRE_IMPL_H
 #define KAFKAWIRE_WIRE_IMPL_H
 #include <stdint.h>
@@ -26,9 +27,15 @@
 #endif
 
 static inline int16_t kw_be_i16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return (int16_t)KW_BE16(v); }
+static inline uint16_t kw_be_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return (uint16_t)KW_BE16(v); }
+static inline uint64_t kw_be_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return KW_BE64(v); }
 static inline int32_t kw_be_i32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return (int32_t)KW_BE32(v); }
 static inline uint32_t kw_be_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return KW_BE32(v); }
 static inline int64_t kw_be_i64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return (int64_t)KW_BE64(v); }
+
+/* Zigzag decoding (Kafka's signed varints). */
+static inline int64_t kw_zigzag64(uint64_t v) { return (int64_t)((v >> 1) ^ (0ull - (v & 1))); }
+static inline int32_t kw_zigzag32(uint32_t v) { return (int32_t)((v >> 1) ^ (0u - (v & 1))); }
 
 /* Varint readers: return the position after the varint, or NULL when it
  * runs past `end` (*err = 1, truncated) or is overlong (*err = 2). */

@@ -16,6 +16,8 @@ import sys
 import zlib
 from array import array
 
+from kafkawire._pure.wire import flat
+
 __all__ = ["crc32c", "crc32", "crc32c_impl"]
 
 _POLY = 0x82F63B78  # CRC-32C, reflected
@@ -76,7 +78,7 @@ def crc32c(data, start: int = 0, end: int = -1, value: int = 0) -> int:
     start, end = _span(data, start, end)
     if start >= end:
         return value & 0xFFFFFFFF
-    mv = memoryview(data).cast("B")[start:end]
+    mv = memoryview(flat(data))[start:end]
     c = (value & 0xFFFFFFFF) ^ 0xFFFFFFFF
     n = end - start
     if n < _WORD_MIN or not _LITTLE:
@@ -98,7 +100,7 @@ def crc32(data, start: int = 0, end: int = -1, value: int = 0) -> int:
         return value & 0xFFFFFFFF
     if start == 0 and end == len(data) and isinstance(data, (bytes, bytearray)):
         return zlib.crc32(data, value)
-    return zlib.crc32(memoryview(data).cast("B")[start:end], value)
+    return zlib.crc32(memoryview(flat(data))[start:end], value)
 
 
 def crc32c_impl() -> str:

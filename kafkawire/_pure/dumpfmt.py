@@ -43,6 +43,7 @@ import struct
 
 from kafkawire import _dumpfmt_common as C
 from kafkawire._pure.crc import crc32c
+from kafkawire._pure.wire import flat
 
 __all__ = ["dump_batches", "dump_records"]
 
@@ -65,10 +66,7 @@ class _General(Exception):
     pass
 
 
-def _view(buf):
-    if isinstance(buf, (bytes, bytearray)):
-        return buf
-    return memoryview(buf).cast("B")
+_view = flat
 
 
 def _varint(buf, pos, end, maxb):

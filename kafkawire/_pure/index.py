@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import struct
 
+from kafkawire._pure.wire import flat, read_uvarint, zigzag
+
 __all__ = ["offset_index_lookup", "time_index_lookup", "offset_index_real_entries",
            "time_index_real_entries", "offset_index_first_unordered",
            "time_index_first_unordered", "buffer_is_zero", "records_find_timestamp"]
@@ -22,8 +24,12 @@ def _clamp(buf, n: int, width: int) -> int:
     return max(0, min(n, len(buf) // width))
 
 
+# Every kernel reads ``buf`` through ``flat`` (non-contiguous buffers raise BufferError).
+
+
 def offset_index_lookup(buf, n: int, target_rel: int) -> int:
     """Slot of the largest entry whose relative offset is <= ``target_rel``, or -1."""
+    buf = flat(buf)
     n = _clamp(buf, n, 8)
     lo, hi = 0, n - 1
     if n <= 0 or _OFF.unpack_from(buf, 0)[0] > target_rel:
@@ -39,6 +45,7 @@ def offset_index_lookup(buf, n: int, target_rel: int) -> int:
 
 def time_index_lookup(buf, n: int, target_ts: int) -> int:
     """Slot of the largest entry whose timestamp is <= ``target_ts``, or -1."""
+    buf = flat(buf)
     n = _clamp(buf, n, 12)
     lo, hi = 0, n - 1
     if n <= 0 or _TIME.unpack_from(buf, 0)[0] > target_ts:
@@ -60,6 +67,7 @@ def offset_index_real_entries(buf, n: int) -> int:
     increasing.  An all-zero first entry is never written by Kafka (no entry
     points at position 0), so it marks an empty index.
     """
+    buf = flat(buf)
     n = _clamp(buf, n, 8)
     prev_rel = prev_pos = -1
     for i in range(n):
@@ -75,6 +83,7 @@ def offset_index_real_entries(buf, n: int) -> int:
 
 def time_index_real_entries(buf, n: int) -> int:
     """How many leading time entries are real (timestamps strictly rising, offsets not falling)."""
+    buf = flat(buf)
     n = _clamp(buf, n, 12)
     prev_ts = prev_rel = 0
     for i in range(n):
@@ -91,6 +100,7 @@ def time_index_real_entries(buf, n: int) -> int:
 def offset_index_first_unordered(buf, n: int, file_size: int) -> int:
     """First slot breaking Kafka's rules (offsets and positions strictly rising,
     positions inside ``file_size``, relative offset >= 0), or -1 when all hold."""
+    buf = flat(buf)
     n = _clamp(buf, n, 8)
     prev_rel = prev_pos = -1
     for i in range(n):
@@ -103,6 +113,7 @@ def offset_index_first_unordered(buf, n: int, file_size: int) -> int:
 
 def time_index_first_unordered(buf, n: int) -> int:
     """First time-index slot whose timestamp does not rise or whose offset falls, or -1."""
+    buf = flat(buf)
     n = _clamp(buf, n, 12)
     prev_ts = prev_rel = 0
     for i in range(n):
@@ -115,23 +126,8 @@ def time_index_first_unordered(buf, n: int) -> int:
 
 def buffer_is_zero(buf, start: int, end: int) -> bool:
     """True when every byte in ``buf[start:end]`` is zero."""
-    with memoryview(buf) as mv:
-        data = bytes(mv[max(start, 0):end])
+    data = bytes(flat(buf)[max(start, 0):max(end, 0)])
     return data.count(0) == len(data)
-
-
-def _uvarint(buf, pos: int, end: int, max_bytes: int):
-    result = shift = 0
-    for i in range(max_bytes):
-        if pos >= end:
-            return None, pos
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-    return None, pos
 
 
 def records_find_timestamp(buf, pos: int, end: int, count: int, base_offset: int,
@@ -144,26 +140,29 @@ def records_find_timestamp(buf, pos: int, end: int, count: int, base_offset: int
     ``(1, -1, -1)`` when no record qualifies, ``(2, position, -1)`` when the
     records are malformed at ``position`` (decode the batch for the real error).
     """
-    mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    mv = flat(buf)
     end = min(end, len(mv))
+    if count <= 0 or pos == end:
+        return 1, -1, -1
+    if pos < 0 or pos > end:
+        return 2, pos, -1
     for _ in range(count):
         start = pos
-        length, pos = _uvarint(mv, pos, end, 5)
-        if length is None:
+        length, pos = read_uvarint(mv, pos, end, 5)
+        if length < 0:
             return 2, start, -1
-        length = (length >> 1) ^ -(length & 1)
+        length = zigzag(length)
         body = pos
         if length <= 0 or body + length > end:
             return 2, start, -1
-        pos += 1  # attributes
-        ts_delta, pos = _uvarint(mv, pos, end, 10)
-        if ts_delta is None:
+        ts_delta, pos = read_uvarint(mv, pos + 1, end, 10)   # after the attributes byte
+        if ts_delta < 0:
             return 2, start, -1
-        off_delta, pos = _uvarint(mv, pos, end, 5)
-        if off_delta is None or pos > body + length:
+        off_delta, pos = read_uvarint(mv, pos, end, 5)
+        if off_delta < 0 or pos > body + length:
             return 2, start, -1
-        ts = base_timestamp + ((ts_delta >> 1) ^ -(ts_delta & 1))
-        off = base_offset + ((off_delta >> 1) ^ -(off_delta & 1))
+        ts = base_timestamp + zigzag(ts_delta)
+        off = base_offset + zigzag(off_delta)
         if ts >= target_ts and off >= min_offset:
             return 0, off, ts
         pos = body + length

@@ -60,6 +60,7 @@ import zlib
 from itertools import chain
 
 from kafkawire.errors import CorruptRecordError
+from kafkawire._pure.wire import flat
 
 __all__ = ["Record", "decode_records_v2", "iter_records_v2", "decode_legacy_messages", "encode_records_v2"]
 
@@ -141,10 +142,7 @@ def _long_varint(data, pos, end, bits=32):
     return _varint(data, pos, end, bits)
 
 
-def _view(buf):
-    if isinstance(buf, (bytes, bytearray)):
-        return buf
-    return memoryview(buf).cast("B")
+_view = flat
 
 
 #: Regions larger than this are decoded lazily, record by record, by the checked

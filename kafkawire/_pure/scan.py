@@ -46,6 +46,7 @@ import numpy as np
 
 from kafkawire import _scan_common as C
 from kafkawire._pure.crc import crc32c
+from kafkawire._pure.wire import flat
 
 __all__ = ["scan_batches", "scan_batch_objects", "BatchHeader"]
 
@@ -69,7 +70,7 @@ def _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_siz
     Items are row tuples, except that with a ``v2_type`` a v2 batch becomes an
     instance of it directly (no row in between).
     """
-    mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    mv = flat(buf)
     n = len(mv)
     if end < 0 or end > n:
         end = n

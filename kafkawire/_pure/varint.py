@@ -11,6 +11,7 @@ bytes and raise ``ValueError`` for values out of range.
 from __future__ import annotations
 
 from kafkawire.errors import CorruptRecordError
+from kafkawire._pure.wire import flat
 
 __all__ = ["read_varint", "read_varlong", "read_unsigned_varint", "read_unsigned_varlong",
            "write_varint", "write_varlong", "write_unsigned_varint", "write_unsigned_varlong",
@@ -40,8 +41,7 @@ def _read_unsigned(buf, pos: int, max_bytes: int):
                              reason="varint")
 
 
-def _view(buf):
-    return buf if isinstance(buf, (bytes, bytearray)) else memoryview(buf).cast("B")
+_view = flat
 
 
 def read_unsigned_varint(buf, pos: int):
