@@ -163,25 +163,19 @@ def resolve_ranges(parts: List[PartitionInfo], ro: ReadOptions) -> List[Range]:
             end = hi if v in ("latest", LATEST) else int(v)
         name = f"{tp[0]}-{tp[1]}"
         if start < lo:
-            if ro.fail_on_data_loss:
-                raise OptionError(f"starting offset {start} of {name} is before its first segment "
-                                  f"({lo}); use earliest, or failOnDataLoss=false to start at {lo}")
-            log.warning("%s: offsets %d..%d are gone (the log starts at %d); skipped "
-                        "(failOnDataLoss=false)", name, start, lo - 1, lo)
+            _data_loss(ro, f"starting offset {start} of {name} is before its first segment ({lo}); "
+                       f"use earliest, or failOnDataLoss=false to start at {lo}",
+                       f"{name}: offsets {start}..{lo - 1} are gone (the log starts at {lo}); skipped")
             start = lo
         if start > hi:
-            if ro.fail_on_data_loss:
-                raise OptionError(f"starting offset {start} of {name} is past its log end ({hi}); give an "
-                                  "offset within the log, or failOnDataLoss=false to read nothing there")
-            log.warning("%s: starting offset %d is past the log end %d; nothing read "
-                        "(failOnDataLoss=false)", name, start, hi)
+            _data_loss(ro, f"starting offset {start} of {name} is past its log end ({hi}); give an "
+                       "offset within the log, or failOnDataLoss=false to read nothing there",
+                       f"{name}: starting offset {start} is past the log end {hi}; nothing read")
             start = hi
         if end > hi:
-            if ro.fail_on_data_loss:
-                raise OptionError(f"ending offset {end} of {name} is past its log end ({hi}); "
-                                  "use latest or -1 to read to the end")
-            log.warning("%s: ending offset %d is past the log end %d; reading to the end "
-                        "(failOnDataLoss=false)", name, end, hi)
+            _data_loss(ro, f"ending offset {end} of {name} is past its log end ({hi}); "
+                       "use latest or -1 to read to the end",
+                       f"{name}: ending offset {end} is past the log end {hi}; reading to the end")
             end = hi
         if start > end:
             raise OptionError(f"starting offset {start} is after ending offset {end} for {tp[0]}-{tp[1]}: "
@@ -190,6 +184,13 @@ def resolve_ranges(parts: List[PartitionInfo], ro: ReadOptions) -> List[Range]:
             end = max(start, min(end, last_stable_offset(part, start)))
         out.append(Range(part, start, end))
     return out
+
+
+def _data_loss(ro: ReadOptions, error: str, warning: str) -> None:
+    """Offsets that are gone or out of range: fail (failOnDataLoss, the default) or warn and go on."""
+    if ro.fail_on_data_loss:
+        raise OptionError(error)
+    log.warning("%s (failOnDataLoss=false)", warning)
 
 
 def last_stable_offset(part: PartitionInfo, start: int) -> int:
