@@ -360,41 +360,92 @@ class ObjectStorage:
         """Exactly ``length`` bytes at ``position``; ``ObjectTruncatedError`` when the object ends first."""
         data = self.read_range(path, position, length)
         if len(data) != length:
-            raise ObjectTruncatedError(
-                f"{path} is truncated: expected bytes {position}..{position + length}, the object "
-                f"ends at {position + len(data)} (rewritten or cut since it was listed?)")
+            raise _truncated(path, position, length, len(data))
         return data
 
-    def stream(self, path: str, start: int, end: int,
-               block_size: Optional[int] = None) -> Iterator[bytes]:
-        """Bytes ``[start, end)`` in blocks of ``block_size``, in order, one block read ahead."""
+    def _open(self, path: str):
+        """A file object for ranged reads: no read-ahead cache of the library's own where the
+        filesystem takes ``cache_type`` (each ``readinto`` is then one ranged request)."""
+        key = self._key(path)
+
+        def go():
+            try:
+                return self.fs.open(key, "rb", cache_type="none")
+            except TypeError:
+                return self.fs.open(key, "rb")
+        return self._call("opening", path, go)
+
+    def _fill(self, f, path: str, position: int, view: memoryview) -> memoryview:
+        """``view`` filled from ``position`` (retried on transient errors); ObjectTruncatedError
+        when the object ends first."""
+        def go() -> int:
+            f.seek(position)
+            got = 0
+            while got < len(view):
+                n = f.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+            return got
+        got = self._call("reading", path, go)
+        if got < len(view):
+            raise _truncated(path, position, len(view), got)
+        return view
+
+    def stream(self, path: str, start: int, end: int, block_size: Optional[int] = None,
+               buffers: Optional[List[bytearray]] = None) -> Iterator[memoryview]:
+        """Bytes ``[start, end)`` in blocks of ``block_size``, in order, the next block read on a
+        thread while the caller works on the current one.
+
+        Blocks are read into two buffers that take turns (``buffers``, a list the
+        caller may keep and pass again so they are reused across calls; they
+        grow to the block size as needed).  A yielded block is valid until the
+        caller asks for the one after the next.
+        """
         block = block_size or self.block_size
         spans = [(p, min(block, end - p)) for p in range(start, end, block)]
         if not spans:
             return
-        if len(spans) == 1:
-            yield self.read_exact(path, *spans[0])
-            return
-        pool = ThreadPoolExecutor(1, thread_name_prefix="kafkawire-readahead")
+        bufs = buffers if buffers is not None else []
+        need = spans[0][1]
+        while len(bufs) < 2:
+            bufs.append(bytearray(0))
+        for i in range(2 if len(spans) > 1 else 1):
+            if len(bufs[i]) < need:
+                bufs[i] = bytearray(need)
+        f = self._open(path)
         try:
-            ahead = pool.submit(self.read_exact, path, *spans[0])
-            for nxt in spans[1:]:
-                data = ahead.result()
-                ahead = pool.submit(self.read_exact, path, *nxt)
-                yield data
-            yield ahead.result()
+            if len(spans) == 1:
+                yield self._fill(f, path, start, memoryview(bufs[0])[:need])
+                return
+
+            def fill(k: int) -> memoryview:
+                pos, n = spans[k]
+                return self._fill(f, path, pos, memoryview(bufs[k % 2])[:n])
+
+            with ThreadPoolExecutor(1, thread_name_prefix="kafkawire-readahead") as pool:
+                ahead = pool.submit(fill, 0)
+                for k in range(1, len(spans)):
+                    data = ahead.result()
+                    ahead = pool.submit(fill, k)
+                    yield data
+                yield ahead.result()
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            f.close()
 
     def map(self, path: str, size: Optional[int] = None) -> "RemoteFile":
         """The first ``size`` bytes (all by default) read into memory, for whole-buffer readers."""
         if size is None:
             size = self.size(path)
         buf = bytearray(size)
-        pos = 0
-        for data in self.stream(path, 0, size):
-            buf[pos:pos + len(data)] = data
-            pos += len(data)
+        if size:
+            f = self._open(path)
+            try:
+                view = memoryview(buf)
+                for pos in range(0, size, self.block_size):
+                    self._fill(f, path, pos, view[pos:pos + self.block_size])
+            finally:
+                f.close()
         return RemoteFile(path, buf)
 
     def glob(self, pattern: str) -> List[str]:
@@ -403,6 +454,12 @@ class ObjectStorage:
         found = self._call("listing", pattern, lambda: self.fs.glob(self._key(pattern)))
         return sorted(f"{scheme}://{str(p).lstrip('/')}" if scheme != "file" else f"file://{p}"
                       for p in found)
+
+
+def _truncated(path: str, position: int, length: int, got: int) -> ObjectTruncatedError:
+    return ObjectTruncatedError(
+        f"{path} is truncated: expected bytes {position}..{position + length}, the object ends at "
+        f"{position + got} (rewritten or cut since it was listed?)")
 
 
 class RemoteFile:

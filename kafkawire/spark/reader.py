@@ -9,6 +9,7 @@ rejects anything else).  Small chunks are coalesced so each batch carries
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -73,27 +74,58 @@ def _mapped_pieces(storage, s: Slice, st: ReadSettings) -> Iterator[Tuple[object
 READ_BLOCK = 16 << 20
 
 
+_local = threading.local()
+
+
+def _buffers() -> List[bytearray]:
+    """The block buffers of this thread's ranged reads, kept from slice to slice (tasks read
+    their slices one after the other)."""
+    bufs = getattr(_local, "buffers", None)
+    if bufs is None:
+        bufs = _local.buffers = []
+    return bufs
+
+
 def _ranged_pieces(storage, s: Slice, st: ReadSettings) -> Iterator[Tuple[object, int, int, int]]:
     """The slice in pieces of whole batches from sequential ranged reads (object stores).
 
-    Each piece is ``(buffer, 0, end, base_position)``: the bytes not yet
-    decoded (a batch cut by the previous block) followed by the next block,
-    held in one reused buffer.  The caller decodes it and sends back the
-    file position where decoding stopped (None: stop); the rest is carried over.
+    Each piece is ``(buffer, start, end, base_position)``; the caller decodes
+    it and sends back the file position where decoding stopped (None: stop).
+    Blocks are decoded where they lie, with no copy; a batch cut by a block's
+    end is completed from the next block into a small piece of its own (one
+    batch long), and the rest of that block follows.
     """
-    work = bytearray()
-    base = s.start_pos
-    for block in storage.stream(s.path, s.start_pos, s.end_pos, READ_BLOCK):
-        work += block
-        del block
-        stop = yield work, 0, len(work), base
-        if stop is None:          # the caller reached the slice's end offset
+    carry = b""          # the head of a batch cut by the previous block's end
+    cpos = s.start_pos   # its file position
+    bpos = s.start_pos   # file position of the block
+    bufs = _buffers()
+    for block in storage.stream(s.path, s.start_pos, s.end_pos, READ_BLOCK, bufs):
+        off = 0
+        if carry:
+            head = carry if len(carry) >= SC.LOG_OVERHEAD else carry + bytes(block[:SC.LOG_OVERHEAD])
+            size = (SC.LOG_OVERHEAD + int.from_bytes(head[8:12], "big", signed=True)
+                    if len(head) >= SC.LOG_OVERHEAD else len(carry) + len(block))
+            take = max(size - len(carry), 0)
+            if take > len(block):        # the batch needs the next block too
+                carry += bytes(block)
+                bpos += len(block)
+                continue
+            piece = carry + bytes(block[:take])
+            stop = yield piece, 0, len(piece), cpos
+            if stop is None:
+                return
+            off = stop - bpos
+            carry = b""
+            if off < 0 or off > len(block):   # a damaged length: the decoder raised or stopped
+                return
+        stop = yield block, off, len(block), bpos
+        if stop is None:
             return
-        done = stop - base
-        del work[:done]
-        base = stop
-
-
+        carry = bytes(block[stop - bpos:])
+        cpos = stop
+        bpos += len(block)
+    if carry:
+        yield carry, 0, len(carry), cpos    # a batch cut by the slice's end: ends cleanly
 def read_slice(s: Slice, st: ReadSettings) -> Iterator:
     """Arrow record batches of one slice (in the declared schema), before coalescing."""
     _trace(s)
@@ -127,7 +159,7 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
                 resume = None
             else:
                 resume = base + end
-            piece = it = None        # the decoder lets go of the buffer before it is reused
+            piece = it = None
             if resume is not None:
                 try:
                     piece = pieces.send(resume)
