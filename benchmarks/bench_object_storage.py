@@ -29,6 +29,7 @@ import argparse
 import os
 import random
 import statistics
+import struct
 import sys
 import time
 
@@ -54,22 +55,24 @@ def _template(codec: str) -> bytearray:
     return bytearray(b.build())
 
 
+def _stamp(tmpl: bytearray, first_ts: int) -> bytearray:
+    """The template batch with its first/max timestamps moved to ``first_ts`` (CRC redone)."""
+    struct.pack_into(">qq", tmpl, 27, first_ts, first_ts + RECORDS_PER_BATCH - 1)
+    struct.pack_into(">I", tmpl, 17, K.crc32c(tmpl, 21, len(tmpl)))
+    return tmpl
+
+
 def build(root: str, total_bytes: int, codec: str) -> None:
     """``PARTITIONS`` partitions of re-stamped template batches, 64 MiB segments."""
+    import shutil
     tmpl = _template(codec)
     per_part = total_bytes // PARTITIONS // len(tmpl)
     tmp = root + ".building"
-    if os.path.exists(tmp):
-        import shutil
-        shutil.rmtree(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
     for p in range(PARTITIONS):
         with LogWriter(os.path.join(tmp, f"events-{p}"), segment_bytes=64 << 20) as w:
             for i in range(per_part):
-                base_ts = TS + i * RECORDS_PER_BATCH
-                tmpl[27:35] = base_ts.to_bytes(8, "big")
-                tmpl[35:43] = (base_ts + RECORDS_PER_BATCH - 1).to_bytes(8, "big")
-                tmpl[17:21] = K.crc32c(tmpl, 21, len(tmpl)).to_bytes(4, "big")
-                w.append_batch(tmpl)
+                w.append_batch(_stamp(tmpl, TS + i * RECORDS_PER_BATCH))
     os.rename(tmp, root)
 
 
