@@ -274,7 +274,7 @@ def test_unknown_setting_names_it():
 def test_values_are_checked_and_defaults_filled():
     cfg = resolve("producer", {"acks": "all", "compression_type": "ZSTD", "linger_ms": 0})
     assert cfg.acks == -1 and cfg.compression_type == "zstd" and cfg.linger_ms == 0
-    assert cfg.enable_idempotence is True and cfg.batch_size == 16384
+    assert cfg.enable_idempotence is True and cfg.batch_size == 262144
     with pytest.raises(ConfigError, match="linger_ms must be at least 0"):
         resolve("producer", {"linger_ms": -1})
     with pytest.raises(ConfigError, match="compression_type"):

@@ -100,3 +100,43 @@ def test_idempotent_batches_carry_producer_id_and_sequences(bootstrap):
         assert b.base_sequence == seq and b.producer_epoch == 0
         seq += b.last_offset - b.base_offset + 1
     assert values == [b"%d" % i for i in range(200)]
+
+
+def test_send_batch_from_arrow_and_lists(bootstrap):
+    pa = pytest.importorskip("pyarrow")
+    topic = _topic("bulk")
+    n = 5000
+    keyed = pa.table({"key": [b"k%d" % (i % 50) for i in range(n)],
+                      "value": [b"keyed-%d" % i for i in range(n)],
+                      "timestamp": pa.array([1_700_000_000_000 + i for i in range(n)],
+                                            pa.timestamp("ms"))})
+    keyless = pa.record_batch({"value": pa.array([f"plain-{i}" for i in range(n)], pa.string())})
+    placed = pa.table({"value": [b"p%d" % i for i in range(30)],
+                       "partition": pa.array([i % 3 for i in range(30)], pa.int8())})
+    rows = [(b"rk", b"row-0"), {"value": b"row-1", "headers": [("h", b"1")], "partition": 1},
+            b"row-2"]
+    with Producer(bootstrap, linger_ms=5, compression_type="lz4") as p:
+        futures = [p.send_batch(topic, keyed), p.send_batch(topic, keyless),
+                   p.send_batch(topic, placed), p.send_batch(topic, rows)]
+        assert p.flush(60) == 0
+        n_parts = len(p.partitions_for(topic))
+        results = [f.result(10) for f in futures]
+    assert [sum(r.record_count for r in res) for res in results] == [n, n, 30, 3]
+    assert all(r.base_offset >= 0 for res in results for r in res)
+    got = consume_all(bootstrap, topic, 2 * n + 33)
+    assert len(got) == 2 * n + 33
+    by_value = {m.value(): m for m in got}
+    for i in range(0, n, 97):
+        m = by_value[b"keyed-%d" % i]
+        assert m.key() == b"k%d" % (i % 50)
+        assert m.partition() == partition_for_key(m.key(), n_parts)
+        assert m.timestamp()[1] == 1_700_000_000_000 + i
+        assert by_value[f"plain-{i}".encode()].key() is None
+    assert [by_value[b"p%d" % i].partition() for i in range(30)] == [i % 3 for i in range(30)]
+    assert by_value[b"row-1"].headers() == [("h", b"1")] and by_value[b"row-1"].partition() == 1
+    assert by_value[b"row-0"].key() == b"rk"
+    # Per partition, keyed records keep their order.
+    for part in range(n_parts):
+        mine = [m for m in got if m.partition() == part and m.value().startswith(b"keyed-")]
+        nums = [int(m.value()[6:]) for m in sorted(mine, key=lambda m: m.offset())]
+        assert nums == sorted(nums)

@@ -26,7 +26,8 @@ from kafkawire._fast.cpython_tricks cimport tricks_enabled, kw_store_int, kw_sto
 import zlib
 from kafkawire.errors import CorruptRecordError
 
-__all__ = ["Record", "decode_records_v2", "iter_records_v2", "decode_legacy_messages", "encode_records_v2"]
+__all__ = ["Record", "decode_records_v2", "iter_records_v2", "decode_legacy_messages", "encode_records_v2",
+           "encode_records_v2_columns"]
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
@@ -920,6 +921,19 @@ cdef inline void put_field(Out *o, _Field f):
     o.n += f.n
 
 
+cdef int put_record_head(Out *o, Py_ssize_t body, uint64_t zts, uint64_t zoff) except -1:
+    """Room for a record of ``body`` bytes, then its length, attributes and deltas."""
+    if body > 0x7FFFFFFF:
+        raise ValueError("record too large for a v2 batch")
+    reserve(o, body + 5)
+    put_uvar(o, <uint64_t>(<uint32_t>body << 1))
+    o.data[o.n] = 0
+    o.n += 1
+    put_uvar(o, zts)
+    put_uvar(o, zoff)
+    return 0
+
+
 def encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers):
     """Encode the records region of a v2 batch; see ``kafkawire._pure.records``."""
     cdef Py_ssize_t n = len(offset_deltas), i, body, nh, j
@@ -960,14 +974,7 @@ def encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers):
                     body += field_size(hk) + field_size(hv)
                     hk.release()
                     hv.release()
-            if body > 0x7FFFFFFF:
-                raise ValueError("record too large for a v2 batch")
-            reserve(&o, body + 5)
-            put_uvar(&o, <uint64_t>(<uint32_t>body << 1))
-            o.data[o.n] = 0
-            o.n += 1
-            put_uvar(&o, zts)
-            put_uvar(&o, zoff)
+            put_record_head(&o, body, zts, zoff)
             put_field(&o, k)
             put_field(&o, v)
             k.release()
@@ -987,4 +994,148 @@ def encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers):
         v.release()
         hk.release()
         hv.release()
+        free(o.data)
+
+
+cdef int64_t INT64_MAX_ = 0x7FFFFFFFFFFFFFFF
+cdef int64_t INT64_MIN_ = -0x7FFFFFFFFFFFFFFF - 1
+
+
+cdef class _Column:
+    """A binary column in Arrow's layout, borrowed for encoding (see the pure twin)."""
+    cdef Py_buffer vb, ob, db
+    cdef bint has_v, has_o, has_d, present
+    cdef const unsigned char *bits
+    cdef const unsigned char *offs
+    cdef const unsigned char *data
+    cdef Py_ssize_t data_len, base
+    cdef int width
+
+    cdef int open(self, object col, Py_ssize_t start, Py_ssize_t stop, str what) except -1:
+        cdef Py_ssize_t n_offs
+        if col is None:
+            self.present = False
+            return 0
+        validity, offsets, data, width, base = col
+        if width != 4 and width != 8:
+            raise ValueError(f"{what}: offset width must be 4 or 8, not {width}")
+        self.width = width
+        self.base = base
+        if self.base < 0 or start < 0 or stop < start:
+            raise ValueError(f"{what}: bad row range")
+        PyObject_GetBuffer(offsets, &self.ob, PyBUF_SIMPLE)
+        self.has_o = True
+        PyObject_GetBuffer(data, &self.db, PyBUF_SIMPLE)
+        self.has_d = True
+        self.offs = <const unsigned char *>self.ob.buf
+        self.data = <const unsigned char *>self.db.buf
+        self.data_len = self.db.len
+        n_offs = self.ob.len // self.width
+        if n_offs < self.base + stop + 1:
+            raise ValueError(f"{what}: the offsets buffer holds {n_offs} entries, "
+                             f"{self.base + stop + 1} needed")
+        self.bits = NULL
+        if validity is not None:
+            PyObject_GetBuffer(validity, &self.vb, PyBUF_SIMPLE)
+            self.has_v = True
+            self.bits = <const unsigned char *>self.vb.buf
+            if self.vb.len * 8 < self.base + stop:
+                raise ValueError(f"{what}: the validity bitmap is too short")
+        self.present = True
+        return 0
+
+    cdef inline Py_ssize_t get(self, Py_ssize_t i, const unsigned char **ptr, str what) except -2:
+        """Row ``i``'s length (-1: null), its bytes in ``ptr``."""
+        cdef Py_ssize_t j, lo, hi
+        if not self.present:
+            return -1
+        j = self.base + i
+        if self.bits != NULL and not ((self.bits[j >> 3] >> (j & 7)) & 1):
+            return -1
+        if self.width == 4:
+            lo = (<const int32_t *>self.offs)[j]
+            hi = (<const int32_t *>self.offs)[j + 1]
+        else:
+            lo = <Py_ssize_t>(<const int64_t *>self.offs)[j]
+            hi = <Py_ssize_t>(<const int64_t *>self.offs)[j + 1]
+        if lo < 0 or hi < lo or hi > self.data_len:
+            raise ValueError(f"{what}: offsets of row {i} ({lo}..{hi}) are out of order or "
+                             f"past the data ({self.data_len} bytes)")
+        ptr[0] = self.data + lo
+        return hi - lo
+
+    def __dealloc__(self):
+        if self.has_v:
+            PyBuffer_Release(&self.vb)
+        if self.has_o:
+            PyBuffer_Release(&self.ob)
+        if self.has_d:
+            PyBuffer_Release(&self.db)
+
+
+cdef inline Py_ssize_t _len_size(Py_ssize_t n) noexcept nogil:
+    if n < 0:
+        return 1
+    return uvar_size(<uint64_t>(<uint32_t>n << 1)) + n
+
+
+cdef inline void _put_bytes(Out *o, const unsigned char *p, Py_ssize_t n) noexcept nogil:
+    if n < 0:
+        o.data[o.n] = 1
+        o.n += 1
+        return
+    put_uvar(o, <uint64_t>(<uint32_t>n << 1))
+    memcpy(o.data + o.n, p, n)
+    o.n += n
+
+
+def encode_records_v2_columns(Py_ssize_t start, Py_ssize_t stop, timestamps, int64_t base_timestamp,
+                              keys, values):
+    """Encode rows ``start..stop-1`` of Arrow-layout columns; see ``kafkawire._pure.records``."""
+    cdef _Column kc = _Column(), vc = _Column()
+    cdef Py_buffer tb
+    cdef bint has_t = False
+    cdef const int64_t *ts = NULL
+    cdef const unsigned char *kp = NULL
+    cdef const unsigned char *vp = NULL
+    cdef Py_ssize_t i, kn, vn, body
+    cdef uint64_t zts, zoff
+    cdef Out o
+    kc.open(keys, start, stop, "keys")
+    vc.open(values, start, stop, "values")
+    o.data = NULL
+    o.n = 0
+    o.cap = 0
+    try:
+        if timestamps is not None:
+            PyObject_GetBuffer(timestamps, &tb, PyBUF_SIMPLE)
+            has_t = True
+            if tb.len // 8 < stop:
+                raise ValueError(f"timestamps: the buffer holds {tb.len // 8} entries, "
+                                 f"{stop} needed")
+            ts = <const int64_t *>tb.buf
+        for i in range(start, stop):
+            if i - start > 0x7FFFFFFF:
+                raise ValueError("value out of 32-bit varint range")
+            kn = kc.get(i, &kp, "keys")
+            vn = vc.get(i, &vp, "values")
+            zts = 0
+            if ts != NULL:
+                if (base_timestamp > 0 and ts[i] < INT64_MIN_ + base_timestamp) or \
+                        (base_timestamp < 0 and ts[i] > INT64_MAX_ + base_timestamp):
+                    raise ValueError(f"value {ts[i] - <object>base_timestamp} out of 64-bit "
+                                     "varlong range")
+                zts = (<uint64_t>(ts[i] - base_timestamp) << 1) ^ \
+                    <uint64_t>((ts[i] - base_timestamp) >> 63)
+            zoff = <uint64_t>(<uint32_t>(i - start) << 1)
+            body = 1 + uvar_size(zts) + uvar_size(zoff) + _len_size(kn) + _len_size(vn) + 1
+            put_record_head(&o, body, zts, zoff)
+            _put_bytes(&o, kp, kn)
+            _put_bytes(&o, vp, vn)
+            o.data[o.n] = 0
+            o.n += 1
+        return PyBytes_FromStringAndSize(<const char *>o.data, o.n) if o.n else b""
+    finally:
+        if has_t:
+            PyBuffer_Release(&tb)
         free(o.data)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from kafkawire import _kernels as K
 from kafkawire import compression as _compression
+from kafkawire.client.futures import Outcome
 
 __all__ = ["ProducerBatch", "RecordAccumulator", "RECORD_OVERHEAD", "encode_batch"]
 
@@ -50,7 +51,7 @@ def encode_batch(records: bytes, count: int, first_ts: int, max_ts: int, codec: 
 class ProducerBatch:
     """Records of one partition sent (and retried) together as one v2 batch."""
 
-    __slots__ = ("topic", "partition", "values", "keys", "timestamps", "headers", "futures",
+    __slots__ = ("topic", "partition", "values", "keys", "timestamps", "headers", "outcome",
                  "callbacks", "size", "count", "created", "deadline", "closed", "attempts",
                  "retry_at", "base_sequence", "encoded", "encoded_for", "blob", "first_ts",
                  "max_ts", "batch_future", "sent_at", "epoch", "order")
@@ -62,7 +63,7 @@ class ProducerBatch:
         self.keys: List[Optional[bytes]] = []
         self.timestamps: List[int] = []
         self.headers: List[Any] = []
-        self.futures: List[Any] = []
+        self.outcome = Outcome(topic, partition, self.timestamps)
         self.callbacks: Optional[Dict[int, Callable]] = None
         self.size = BATCH_HEADER_SIZE
         self.count = 0

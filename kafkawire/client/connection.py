@@ -93,6 +93,8 @@ class BrokerConnection:
         self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
         self._closed = False
+        self._sock_timeout: Optional[float] = None
+        self._timed_sock: Optional[socket.socket] = None
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -160,7 +162,7 @@ class BrokerConnection:
             else:
                 self._unanswered.append(correlation_id)
             try:
-                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                self._timeout_for(sock, max(deadline - time.monotonic(), 0.001))
                 sock.sendall(frame)
             except socket.timeout as exc:
                 err = RequestTimeoutError(f"sending to {self.host}:{self.port} timed out")
@@ -253,6 +255,19 @@ class BrokerConnection:
         else:
             head._set(result)
 
+    def _timeout_for(self, sock: socket.socket, left: float) -> None:
+        """Set the socket timeout to about ``left`` seconds (within 10%).
+
+        Each ``settimeout`` is a system call; a producer sends and reads
+        thousands of frames a second with nearly the same deadline, so the
+        timeout is only changed when it is more than 10% off.
+        """
+        cur = self._sock_timeout
+        if cur is None or sock is not self._timed_sock or left < cur * 0.9 or left > cur * 1.1:
+            sock.settimeout(left)
+            self._sock_timeout = left
+            self._timed_sock = sock
+
     def _read_exact(self, view: memoryview, deadline: float) -> None:
         sock = self._sock
         got, n = 0, len(view)
@@ -260,7 +275,7 @@ class BrokerConnection:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise socket.timeout()
-            sock.settimeout(left)
+            self._timeout_for(sock, left)
             k = sock.recv_into(view[got:])
             if k == 0:
                 raise ConnectionResetError("the broker closed the connection")

@@ -13,6 +13,9 @@ import logging
 import random
 import threading
 import time
+from concurrent.futures import Future
+from time import monotonic as _monotonic
+from time import time as _time
 from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
@@ -22,7 +25,7 @@ from kafkawire.client.config import Config, connection_kwargs, resolve
 from kafkawire.client.exceptions import BufferFullError, ProducerClosedError
 from kafkawire.client.futures import DeliveryFuture
 from kafkawire.client.partitioner import partition_for_key
-from kafkawire.client.results import RecordMetadata
+from kafkawire.client.results import ProduceResult, RecordMetadata
 from kafkawire.client.sender import Sender
 from kafkawire.protocol.error_codes import error_code, make_error
 
@@ -96,6 +99,9 @@ class Producer:
         self._delivery_timeout = cfg.delivery_timeout_ms / 1000.0
         self._key_ser = cfg.key_serializer
         self._value_ser = cfg.value_serializer
+        self._serialize = self._key_ser is not None or self._value_ser is not None
+        self._max_record_size = cfg.max_request_size - 61
+        self._topics = self._client.cluster.topics  # the dict is updated in place
         part = cfg.partitioner
         self._custom_partitioner: Optional[Callable] = part if callable(part) else None
         self._round_robin = part == "round_robin"
@@ -176,38 +182,49 @@ class Producer:
         """
         if self._closed:
             raise ProducerClosedError("send() after close(); create a new Producer")
-        if self._key_ser is not None:
-            key = self._key_ser(key)
-        if self._value_ser is not None:
-            value = self._value_ser(value)
-        if value is not None and type(value) is not bytes:
+        if self._serialize:
+            if self._key_ser is not None:
+                key = self._key_ser(key)
+            if self._value_ser is not None:
+                value = self._value_ser(value)
+        if value is None:
+            size = RECORD_OVERHEAD
+        elif type(value) is bytes:
+            size = RECORD_OVERHEAD + len(value)
+        else:
             value = _bytes_field(value, "value")
-        if key is not None and type(key) is not bytes:
-            key = _bytes_field(key, "key")
-        size = RECORD_OVERHEAD + (len(value) if value is not None else 0) + \
-            (len(key) if key is not None else 0)
+            size = RECORD_OVERHEAD + len(value)  # type: ignore[arg-type]
+        if key is not None:
+            if type(key) is not bytes:
+                key = _bytes_field(key, "key")
+            size += len(key)  # type: ignore[arg-type]
         hdrs = None
         if headers:
             hdrs, hsize = _headers(headers)
             size += hsize
-        if size + 61 > self._max_request_size:
+        if size > self._max_record_size:
             raise make_error(10, f"the record is {size} bytes, over max_request_size "
                                  f"({self._max_request_size})", api="Produce", topic=topic)
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
-        info = self._client.cluster.topics.get(topic)
+            timestamp = int(_time() * 1000)
+        info = self._topics.get(topic)
         if info is None or not info.partitions:
             info = self._wait_for_topic(topic)
-        n = len(info.partitions)
         future = DeliveryFuture()
+        acc = self._acc
         with self._lock:
             if partition is None:
-                partition = self._partition(topic, key, n, info, size)
-            elif not 0 <= partition < n:
-                raise ValueError(f"{topic} has partitions 0..{n - 1}, not {partition}")
-            acc = self._acc
+                sticky = self._sticky.get(topic) if key is None or self._ignore_keys else None
+                if sticky is not None and sticky.left > 0:
+                    sticky.left -= size
+                    partition = sticky.partition
+                else:
+                    partition = self._partition(topic, key, len(info.partitions), info, size)
+            elif partition.__class__ is not int or not 0 <= partition < len(info.partitions):
+                raise ValueError(f"{topic} has partitions 0..{len(info.partitions) - 1}, "
+                                 f"not {partition!r}")
             if acc.used + size > acc.buffer_memory and acc.used > 0:
-                if not acc.wait_for_room(size, time.monotonic() + self._max_block):
+                if not acc.wait_for_room(size, _monotonic() + self._max_block):
                     raise BufferFullError(
                         f"buffer_memory ({acc.buffer_memory} bytes) stayed full for "
                         f"max_block_ms ({self._max_block * 1000:.0f} ms); the brokers are not "
@@ -222,14 +239,13 @@ class Producer:
                 if b is not None and not b.closed:
                     b.closed = True
                     wake = True
-                b = ProducerBatch(topic, partition, time.monotonic(), self._delivery_timeout)
+                b = ProducerBatch(topic, partition, _monotonic(), self._delivery_timeout)
                 q.append(b)
             i = b.count
             b.values.append(value)
             b.keys.append(key)
             b.timestamps.append(timestamp)
             b.headers.append(hdrs)
-            b.futures.append(future)
             if on_delivery is not None:
                 if b.callbacks is None:
                     b.callbacks = {}
@@ -238,6 +254,8 @@ class Producer:
             b.size += size
             acc.used += size
             acc.pending_records += 1
+        future._outcome = b.outcome
+        future._index = i
         if wake:
             self._sender.wake()
         return future
@@ -296,6 +314,87 @@ class Producer:
                         + (f": {error_code(code).name}" if code else ""))
                 sender.want_metadata(topic)
                 sender.metadata_ready.wait(min(left, 0.1))
+
+    # --------------------------------------------------------------- bulk
+    def send_batch(self, topic: str, records: Any, *,
+                   partition: Optional[int] = None) -> "Future[List[ProduceResult]]":
+        """Queue many records at once; the future resolves to one ``ProduceResult`` per batch.
+
+        ``records``: a ``pyarrow.Table`` or ``RecordBatch`` (columns ``value``,
+        ``key``, ``timestamp``, ``partition``, ``headers``; all optional), or a
+        list of values, ``(key, value)`` tuples, dicts or ``ProducerRecord``s.
+        Arrow data is encoded straight from its buffers, without a Python
+        object per record (a ``headers`` column, and keys that must be hashed,
+        cost one per record).  Rows go where :meth:`send` would put them; the
+        results say where each batch landed (``base_offset``,
+        ``record_count``).  If a batch fails, the future fails with its error
+        (other batches may have been written).  The serializers are not
+        applied: the data must be bytes (or Arrow binary/string columns).
+        """
+        from kafkawire.client import bulk
+        from kafkawire.client.futures import BatchFuture
+        if self._closed:
+            raise ProducerClosedError("send_batch() after close(); create a new Producer")
+        info = self._topics.get(topic)
+        if info is None or not info.partitions:
+            info = self._wait_for_topic(topic)
+        n = len(info.partitions)
+        if partition is not None and not 0 <= partition < n:
+            raise ValueError(f"{topic} has partitions 0..{n - 1}, not {partition}")
+        now = int(_time() * 1000)
+        custom = self._custom_partitioner
+        if custom is not None:
+            def key_partition(k: bytes) -> int:
+                return self._partition(topic, k, n, info, 0)
+        elif self._round_robin:
+            def key_partition(k: bytes) -> int:
+                with self._lock:
+                    return self._partition(topic, None, n, info, 0)
+        else:
+            def key_partition(k: bytes) -> int:
+                return partition_for_key(k, n)
+
+        def keyless() -> int:
+            with self._lock:
+                return self._partition(topic, None, n, info, self._batch_size)
+
+        chunks = None
+        if bulk.is_arrow(records):
+            chunks = bulk.arrow_chunks(records, n, self._batch_size, now, partition,
+                                       key_partition, keyless)
+            if chunks is None:  # a headers column: row by row
+                records = records.to_pylist()
+        if chunks is None:
+            chunks = bulk.row_chunks(records, n, self._batch_size, now, partition,
+                                     key_partition, keyless)
+        future = BatchFuture(len(chunks))
+        acc = self._acc
+        for index, (p, blob, rows, count, first_ts, max_ts, size) in enumerate(chunks):
+            b = ProducerBatch(topic, p, _monotonic(), self._delivery_timeout)
+            b.batch_future = (future, index)
+            b.count = count
+            b.first_ts, b.max_ts = first_ts, max_ts
+            b.size += size
+            if blob is not None:
+                b.blob = blob
+            else:
+                b.values, b.keys, b.timestamps, b.headers = rows  # type: ignore[misc]
+            b.closed = True
+            with self._lock:
+                if acc.used + b.size > acc.buffer_memory and acc.used > 0:
+                    self._sender.wake()
+                    if not acc.wait_for_room(b.size, _monotonic() + self._max_block):
+                        err = BufferFullError(
+                            f"buffer_memory ({acc.buffer_memory} bytes) stayed full for "
+                            f"max_block_ms ({self._max_block * 1000:.0f} ms)")
+                        for j in range(index, len(chunks)):
+                            future._fail(j, err)
+                        break
+                acc.queue(topic, p).append(b)
+                acc.used += b.size
+                acc.pending_records += count
+        self._sender.wake()
+        return future
 
     # ------------------------------------------------------------ metadata
     def partitions_for(self, topic: str) -> List[int]:

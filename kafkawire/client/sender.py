@@ -34,8 +34,8 @@ from kafkawire.client.accumulator import ProducerBatch
 from kafkawire.client.cluster import STALE_METADATA_CODES
 from kafkawire.client.exceptions import (DeliveryTimeoutError, KafkaConnectionError,
                                          ProducerClosedError, RequestTimeoutError)
-from kafkawire.client.futures import fail_all, resolve_all
-from kafkawire.client.results import ProduceResult, RecordMetadata
+from kafkawire.client.futures import complete
+from kafkawire.client.results import ProduceResult
 from kafkawire.errors import KafkaWireError, ProtocolError
 from kafkawire.protocol.error_codes import BrokerResponseError, make_error
 
@@ -52,7 +52,6 @@ INVALID_PRODUCER_EPOCH = 47
 UNKNOWN_PRODUCER_ID = 59
 PRODUCER_FENCED = 90
 _EPOCH_ERRORS = frozenset({UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED})
-_RECORD_MD = RecordMetadata
 
 
 class _Request:
@@ -515,34 +514,22 @@ class Sender(threading.Thread):
         with self.acc.lock:
             self.acc.release(b)
         producer_cb = self.producer.config.on_delivery
-        if b.batch_future is not None:  # send_batch: one future for the batch
+        if b.batch_future is not None:  # send_batch: one future for all its batches
+            future, index = b.batch_future
             if error is None:
-                b.batch_future._add(ProduceResult(b.topic, b.partition, base_offset, b.count,
-                                                  log_append_time))
+                future._add(index, ProduceResult(b.topic, b.partition, base_offset, b.count,
+                                                 log_append_time))
             else:
-                b.batch_future._fail(error)
+                future._fail(index, error)
             return
         if error is not None:
             log.debug("%r failed: %s", b, error)
-            fail_all(b.futures, error)
-            if b.callbacks or producer_cb is not None:
-                self._callbacks(b, [None] * b.count, error, producer_cb)
-            return
-        topic, partition = b.topic, b.partition
-        if base_offset < 0:
-            offsets = [-1] * b.count
-        else:
-            offsets = range(base_offset, base_offset + b.count)
-        if log_append_time is not None and log_append_time >= 0:
-            mds = [_RECORD_MD(topic, partition, o, log_append_time) for o in offsets]
-        else:
-            ts = b.timestamps
-            if not ts:  # encoded already: rebuild the timestamps the records carry
-                ts = [b.first_ts] * b.count
-            mds = [_RECORD_MD(topic, partition, o, t) for o, t in zip(offsets, ts)]
-        resolve_all(b.futures, mds)
+        complete(b.outcome, base_offset, log_append_time, error)
         if b.callbacks or producer_cb is not None:
-            self._callbacks(b, mds, None, producer_cb)
+            outcome = b.outcome
+            mds = [None] * b.count if error is not None else \
+                [outcome.metadata(i) for i in range(b.count)]
+            self._callbacks(b, mds, error, producer_cb)
 
     @staticmethod
     def _callbacks(b: ProducerBatch, mds, error, producer_cb) -> None:

@@ -1,0 +1,135 @@
+"""``kafkawire.Producer`` vs confluent-kafka's producer, same mock cluster, same run.
+
+The peer is librdkafka's mock cluster (3 brokers on loopback, started through
+confluent-kafka's ``test.mock.num.brokers``).  Every contender writes the same
+``--records`` keyless records of ``--size`` bytes (default 1M x 100 B) to its
+own fresh topic (4 partitions) and is timed from the first call until every
+record is acknowledged (``flush``):
+
+* confluent-kafka: ``produce()`` + ``poll(0)`` per record (the documented
+  loop; on ``BufferError`` it polls and retries), idempotent like kafkawire's
+  default (``enable.idempotence=true``, ``acks=all``), its default linger
+  (5 ms) and batch size;
+* kafkawire ``send()`` per record, default settings (idempotent, ``acks=all``,
+  ``linger_ms=5``, ``batch_size=262144``);
+* kafkawire ``send_batch()`` of a ``pyarrow.Table`` with a ``value`` column
+  (built before the clock starts: data already in hand), same settings.
+
+Contenders alternate for ``--repeat`` rounds and the best round counts.  Rates
+are records/s over wall time; ratios are kafkawire / confluent-kafka.
+Run: ``python benchmarks/bench_producer.py [--records N] [--size B] [--repeat R]
+[--codec lz4] [--backend pure]``.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import confluent_kafka as ck  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+import kafkawire  # noqa: E402
+from kafkawire import _kernels  # noqa: E402
+
+_topics = itertools.count()
+
+
+def _topic(name: str) -> str:
+    return f"bench-{name}-{next(_topics)}-{os.getpid()}"
+
+
+def bench_confluent(bootstrap: str, values, codec: str) -> float:
+    p = ck.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                     "compression.type": codec, "log_level": 0})
+    topic = _topic("ck")
+    p.list_topics(topic, timeout=10)
+    produce, poll = p.produce, p.poll
+    t0 = time.perf_counter()
+    for v in values:
+        while True:
+            try:
+                produce(topic, v)
+                break
+            except BufferError:  # librdkafka's queue is full: serve it, then try again
+                poll(0.01)
+        poll(0)
+    left = p.flush(120)
+    dt = time.perf_counter() - t0
+    assert left == 0, f"confluent-kafka left {left} records undelivered"
+    return dt
+
+
+def bench_kafkawire(bootstrap: str, codec: str, name: str, work) -> float:
+    """Time ``work(producer, topic)`` plus the flush that follows it."""
+    with kafkawire.Producer(bootstrap, compression_type=codec) as p:
+        topic = _topic(name)
+        p.partitions_for(topic)
+        t0 = time.perf_counter()
+        check = work(p, topic)
+        left = p.flush(120)
+        dt = time.perf_counter() - t0
+    assert left == 0, f"kafkawire left {left} records undelivered"
+    if check is not None:
+        check()
+    return dt
+
+
+def bench_send(bootstrap: str, values, codec: str) -> float:
+    def work(p, topic):
+        send = p.send
+        for v in values:
+            send(topic, v)
+    return bench_kafkawire(bootstrap, codec, "send", work)
+
+
+def bench_send_batch(bootstrap: str, table, codec: str) -> float:
+    def work(p, topic):
+        future = p.send_batch(topic, table)
+
+        def check():
+            assert sum(r.record_count for r in future.result(10)) == table.num_rows
+        return check
+    return bench_kafkawire(bootstrap, codec, "arrow", work)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--codec", default="none")
+    ap.add_argument("--backend", choices=["fast", "pure"], default=None)
+    args = ap.parse_args()
+    if args.backend:
+        _kernels.use(args.backend)
+    owner = ck.Producer({"test.mock.num.brokers": 3, "log_level": 0})
+    md = owner.list_topics(timeout=10)
+    bootstrap = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+    values = [(b"%010d-" % i).ljust(args.size, b"x") for i in range(args.records)]
+    table = pa.table({"value": pa.array(values, pa.binary())})
+    print(f"{args.records:,} records of {args.size} B, codec {args.codec}, kafkawire backend "
+          f"{kafkawire.backend}, confluent-kafka {ck.__version__} (librdkafka "
+          f"{ck.libversion()[0]}), best of {args.repeat}")
+    best = {"confluent-kafka produce()+poll()": float("inf"), "kafkawire send()": float("inf"),
+            "kafkawire send_batch(Table)": float("inf")}
+    for _ in range(args.repeat):
+        best["confluent-kafka produce()+poll()"] = min(
+            best["confluent-kafka produce()+poll()"], bench_confluent(bootstrap, values, args.codec))
+        best["kafkawire send()"] = min(best["kafkawire send()"],
+                                       bench_send(bootstrap, values, args.codec))
+        best["kafkawire send_batch(Table)"] = min(best["kafkawire send_batch(Table)"],
+                                                  bench_send_batch(bootstrap, table, args.codec))
+    base = best["confluent-kafka produce()+poll()"]
+    for name, dt in best.items():
+        print(f"  {name:34s} {dt:7.3f} s  {args.records / dt:12,.0f} rec/s  "
+              f"{base / dt:5.2f}x confluent-kafka")
+    owner.flush(5)
+
+
+if __name__ == "__main__":
+    main()

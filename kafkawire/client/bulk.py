@@ -1,0 +1,202 @@
+"""``Producer.send_batch``: records already in hand, cut into batches without a Python object per record.
+
+A ``pyarrow.Table`` or ``RecordBatch`` with ``value``, ``key``,
+``timestamp`` and ``partition`` columns is partitioned and sized with numpy
+and encoded straight from its Arrow buffers by the
+``encode_records_v2_columns`` kernel.  Keyed rows without a partition column
+are hashed one by one (murmur2 must match Kafka's), and a ``headers`` column
+takes the row-by-row path; a list of tuples/dicts always does.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+
+from kafkawire import _kernels as K
+from kafkawire.client.accumulator import RECORD_OVERHEAD
+from kafkawire.client.results import normalize_record
+
+__all__ = ["Chunk", "arrow_chunks", "row_chunks", "is_arrow"]
+
+# (partition, encoded records region or None, rows as (values, keys, timestamps, headers) or
+#  None, count, first timestamp, max timestamp, size in bytes)
+Chunk = Tuple[int, Optional[bytes], Optional[tuple], int, int, int, int]
+
+_COLUMNS = ("value", "key", "timestamp", "partition", "headers")
+
+
+def is_arrow(data: Any) -> bool:
+    mod = type(data).__module__
+    return mod.startswith("pyarrow") and type(data).__name__ in ("Table", "RecordBatch")
+
+
+def _binary(arr, pa):
+    """A binary (or large_binary) array over the same buffers (strings are UTF-8 already)."""
+    t = arr.type
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return arr
+    if pa.types.is_string(t):
+        return arr.cast(pa.binary())
+    if pa.types.is_large_string(t):
+        return arr.cast(pa.large_binary())
+    if pa.types.is_null(t):
+        return None
+    raise TypeError(f"a value or key column must be binary or string, not {t}")
+
+
+def _column(arr, pa):
+    """The kernel's view of a binary column: (validity, offsets, data, width, offset)."""
+    if arr is None or arr.null_count == len(arr):
+        return None
+    validity, offsets, data = arr.buffers()
+    width = 8 if pa.types.is_large_binary(arr.type) else 4
+    return (validity if arr.null_count else None, offsets, data if data is not None else b"",
+            width, arr.offset)
+
+
+def _lengths(arr, np, pa):
+    if arr is None:
+        return None
+    width = 8 if pa.types.is_large_binary(arr.type) else 4
+    offs = np.frombuffer(arr.buffers()[1], dtype=np.int32 if width == 4 else np.int64)
+    return np.diff(offs[arr.offset:arr.offset + len(arr) + 1])
+
+
+def _cuts(sizes, start: int, stop: int, batch_size: int, np) -> Iterator[Tuple[int, int]]:
+    """Split rows ``start..stop`` into runs of about ``batch_size`` bytes (at least one row)."""
+    cum = np.cumsum(sizes[start:stop])
+    i = 0
+    n = stop - start
+    base = 0
+    while i < n:
+        j = int(np.searchsorted(cum, base + batch_size, side="right"))
+        j = max(j, i + 1)
+        yield start + i, start + j
+        base = int(cum[j - 1])
+        i = j
+
+
+def arrow_chunks(data: Any, num_partitions: int, batch_size: int, now_ms: int,
+                 partition: Optional[int], key_partition: Callable[[bytes], int],
+                 keyless_partition: Callable[[], int]) -> Optional[List[Chunk]]:
+    """Encoded chunks of an Arrow table, or None when it has a headers column (rows path)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    unknown = [c for c in data.column_names if c not in _COLUMNS]
+    if unknown:
+        raise ValueError(f"send_batch: unknown column(s) {unknown}; use {', '.join(_COLUMNS)}")
+    if "headers" in data.column_names and data.column("headers").null_count < data.num_rows:
+        return None
+    n = data.num_rows
+    if n == 0:
+        return []
+    data = data.combine_chunks()
+
+    def col(name):
+        return data.column(name).chunk(0) if name in data.column_names else None
+
+    values = _binary(col("value"), pa) if col("value") is not None else None
+    keys = _binary(col("key"), pa) if col("key") is not None else None
+    ts_arr = col("timestamp")
+    if ts_arr is not None:
+        if pa.types.is_timestamp(ts_arr.type):
+            ts_arr = ts_arr.cast(pa.timestamp("ms")).cast(pa.int64())
+        else:
+            ts_arr = ts_arr.cast(pa.int64())
+        if ts_arr.null_count:
+            ts_arr = pc.fill_null(ts_arr, now_ms)
+        ts = np.asarray(ts_arr)
+    else:
+        ts = None
+    parts = None
+    p_arr = col("partition")
+    if p_arr is not None:
+        if p_arr.null_count:
+            raise ValueError("send_batch: the partition column has nulls")
+        parts = np.asarray(p_arr.cast(pa.int32()))
+    elif partition is not None:
+        parts = None
+    elif keys is not None and keys.null_count < n:
+        parts = np.empty(n, dtype=np.int32)
+        for i, k in enumerate(keys.to_pylist()):  # Kafka's murmur2: one hash per key
+            parts[i] = key_partition(k) if k is not None else -1
+        if (parts < 0).any():
+            parts[parts < 0] = keyless_partition()
+    if parts is not None:
+        if parts.size and (parts.min() < 0 or parts.max() >= num_partitions):
+            bad = int(parts[(parts < 0) | (parts >= num_partitions)][0])
+            raise ValueError(f"send_batch: partition {bad} is not in 0..{num_partitions - 1}")
+        if parts.size > 1 and (np.diff(parts) < 0).any():
+            order = np.argsort(parts, kind="stable")
+            take = pa.array(order)
+            values = values.take(take) if values is not None else None
+            keys = keys.take(take) if keys is not None else None
+            ts = ts[order] if ts is not None else None
+            parts = parts[order]
+    sizes = np.full(n, RECORD_OVERHEAD, dtype=np.int64)
+    for arr in (values, keys):
+        lens = _lengths(arr, np, pa)
+        if lens is not None:
+            sizes += lens
+    if ts is not None:
+        ts = np.ascontiguousarray(ts, dtype=np.int64)
+    vcol, kcol = _column(values, pa), _column(keys, pa)
+    if parts is None:
+        groups = [(partition, 0, n)]
+    else:
+        edges = [0, *(np.flatnonzero(np.diff(parts)) + 1).tolist(), n]
+        groups = [(int(parts[a]), a, b) for a, b in zip(edges, edges[1:])]
+    out: List[Chunk] = []
+    encode = K.encode_records_v2_columns
+    for p, start, stop in groups:
+        for a, b in _cuts(sizes, start, stop, batch_size, np):
+            if ts is not None:
+                first, top = int(ts[a]), int(ts[a:b].max())
+            else:
+                first = top = now_ms
+            blob = encode(a, b, ts, first, kcol, vcol)
+            out.append((p if p is not None else keyless_partition(), blob, None, b - a, first,
+                        top, len(blob)))
+    return out
+
+
+def row_chunks(records: Sequence[Any], num_partitions: int, batch_size: int, now_ms: int,
+               partition: Optional[int], key_partition: Callable[[bytes], int],
+               keyless_partition: Callable[[], int]) -> List[Chunk]:
+    """Chunks of Python records (bytes, (key, value), dicts, ProducerRecords), rows kept as lists."""
+    by_part: dict = {}
+    keyless = None
+    for item in records:
+        value, key, headers, ts, p = normalize_record(item)
+        if p is None:
+            p = partition
+        if p is None:
+            if key is not None:
+                p = key_partition(key)
+            else:
+                if keyless is None:
+                    keyless = keyless_partition()
+                p = keyless
+        if not 0 <= p < num_partitions:
+            raise ValueError(f"send_batch: partition {p} is not in 0..{num_partitions - 1}")
+        by_part.setdefault(p, []).append((value, key, list(headers) or None,
+                                          now_ms if ts is None else int(ts)))
+    out: List[Chunk] = []
+    for p, rows in by_part.items():
+        chunk: list = []
+        size = 0
+        for r in rows + [None]:
+            n = 0 if r is None else RECORD_OVERHEAD + (len(r[0]) if r[0] is not None else 0) + \
+                (len(r[1]) if r[1] is not None else 0) + \
+                sum(len(k) + (len(v) if v is not None else 0) for k, v in (r[2] or ()))
+            if chunk and (r is None or size + n > batch_size):
+                vals, keys, hdrs, tss = zip(*[(c[0], c[1], c[2], c[3]) for c in chunk])
+                out.append((p, None, (list(vals), list(keys), list(tss), list(hdrs)), len(chunk),
+                            tss[0], max(tss), size))
+                chunk, size = [], 0
+            if r is not None:
+                chunk.append(r)
+                size += n
+    return out
