@@ -363,3 +363,108 @@ def test_unknown_topic_times_out_in_send(fake, broker):
     with Producer(fake.bootstrap, max_block_ms=300, retry_backoff_ms=20) as p:
         with pytest.raises(BufferFullError, match="not in the cluster's metadata"):
             p.send("nope", b"x")
+
+
+class TxnCoordinator:
+    """Node 1 coordinates transactions; records what the producer asked, in order."""
+
+    def __init__(self, fake, broker):
+        self.calls = []
+        self.end_codes = []   # EndTxn answers to give before succeeding
+        self.fake = fake
+        fake.handlers[10] = self.find
+        fake.handlers[24] = self.add_partitions
+        fake.handlers[25] = lambda node, req: self._log(req, P.AddOffsetsToTxnResponse())
+        fake.handlers[26] = self.end
+        fake.handlers[28] = self.offsets
+        inner = broker.produce
+
+        def produce(node, req):
+            self.calls.append(("Produce", req.message.transactional_id,
+                               sorted((t.name, p.index) for t in req.message.topic_data
+                                      for p in t.partition_data)))
+            return inner(node, req)
+        fake.handlers[0] = produce
+
+    def _log(self, req, resp):
+        self.calls.append((type(req.message).__name__[:-7], req.message.to_dict()))
+        return resp
+
+    def find(self, node, req):
+        if req.api_version >= 4:
+            return P.FindCoordinatorResponse(coordinators=[{
+                "key": k, "node_id": 1, "host": "127.0.0.1", "port": self.fake.port(1)}
+                for k in req.message.coordinator_keys])
+        return P.FindCoordinatorResponse(node_id=1, host="127.0.0.1", port=self.fake.port(1))
+
+    def add_partitions(self, node, req):
+        m = req.message
+        return self._log(req, P.AddPartitionsToTxnResponse(results_by_topic_v3_and_below=[
+            {"name": t.name, "results_by_partition": [
+                {"partition_index": p, "partition_error_code": 0} for p in t.partitions]}
+            for t in m.v3_and_below_topics]))
+
+    def end(self, node, req):
+        code = self.end_codes.pop(0) if self.end_codes else 0
+        return self._log(req, P.EndTxnResponse(error_code=code))
+
+    def offsets(self, node, req):
+        return self._log(req, P.TxnOffsetCommitResponse(topics=[
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": 0}
+                                            for p in t.partitions]}
+            for t in req.message.topics]))
+
+
+def test_transaction_protocol_sequence(fake, broker):
+    coord = TxnCoordinator(fake, broker)
+    coord.end_codes = [51]  # CONCURRENT_TRANSACTIONS once: retried
+    with Producer(fake.bootstrap, transactional_id="tx-1", linger_ms=0,
+                  retry_backoff_ms=5) as p:
+        p.init_transactions(10)
+        p.begin_transaction()
+        p.send("t", b"a", partition=0)
+        p.send("t", b"b", partition=1)
+        p.send_offsets_to_transaction({("in", 0): 42}, "grp")
+        p.commit_transaction(10)
+    kinds = [c[0] for c in coord.calls]
+    assert kinds.index("AddPartitionsToTxn") < kinds.index("Produce")
+    assert all(c[1] == "tx-1" for c in coord.calls if c[0] == "Produce")
+    added = sorted((t["name"], p) for c in coord.calls if c[0] == "AddPartitionsToTxn"
+                   for t in c[1]["v3_and_below_topics"] for p in t["partitions"])
+    assert added == [("t", 0), ("t", 1)]
+    ends = [c[1] for c in coord.calls if c[0] == "EndTxn"]
+    assert len(ends) == 2 and all(e["committed"] and e["transactional_id"] == "tx-1"
+                                  for e in ends)
+    commit = [c[1] for c in coord.calls if c[0] == "TxnOffsetCommit"][0]
+    assert commit["group_id"] == "grp" and \
+        commit["topics"][0]["partitions"][0]["committed_offset"] == 42
+    batches = [b for part in (0, 1) for b in broker.logs[("t", part)]]
+    assert len(batches) == 2
+    assert broker.init_requests == [(-1, -1)]
+
+
+def test_failed_record_makes_commit_raise(fake, broker):
+    from kafkawire.client.exceptions import TransactionStateError
+    TxnCoordinator(fake, broker)
+    broker.fault = lambda node, req, n: broker.answer(req, codes={("t", 0): 10})
+    with Producer(fake.bootstrap, transactional_id="tx-2", linger_ms=0) as p:
+        p.init_transactions(10)
+        p.begin_transaction()
+        f = p.send("t", b"x" * 10, partition=0)
+        with pytest.raises(TransactionStateError, match="abort_transaction") as info:
+            p.commit_transaction(10)
+        assert isinstance(info.value.__cause__, E.MessageTooLargeError)
+        with pytest.raises(E.MessageTooLargeError):
+            f.result(1)
+        p.abort_transaction(10)
+
+
+def test_fenced_producer_is_fatal(fake, broker):
+    TxnCoordinator(fake, broker)
+    fake.handlers[26] = lambda node, req: P.EndTxnResponse(error_code=90)
+    with Producer(fake.bootstrap, transactional_id="tx-3", linger_ms=0) as p:
+        p.init_transactions(10)
+        p.begin_transaction()
+        p.send("t", b"x", partition=0)
+        with pytest.raises(E.ProducerFencedError):
+            p.commit_transaction(10)

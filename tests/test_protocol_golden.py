@@ -23,7 +23,8 @@ from kafkawire.protocol.schema import Array, Prim, Struct
 APIS = ["Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
         "FindCoordinator", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups",
         "ListGroups", "SaslHandshake", "ApiVersions", "CreateTopics", "DeleteTopics",
-        "InitProducerId", "SaslAuthenticate"]
+        "InitProducerId", "SaslAuthenticate", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
+        "TxnOffsetCommit"]
 NAMES = [a + s for a in APIS for s in ("Request", "Response")]
 HEADERS = {"RequestHeader": P.RequestHeader, "ResponseHeader": P.ResponseHeader}
 

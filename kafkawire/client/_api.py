@@ -23,6 +23,10 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE, INIT_PRODUCER_ID = 17, 36, 22
 # Fetch v4 returns them with last stable offsets; ListOffsets v1 drops the old offset array).
 _CLIENT_MIN = {PRODUCE: 3, FETCH: 4, LIST_OFFSETS: 1, OFFSET_FETCH: 1, METADATA: 1}
 
+# Highest versions a client sends: AddPartitionsToTxn v4+ is for brokers verifying
+# partitions on a producer's behalf (KIP-890); Kafka's clients stop at v3.
+_CLIENT_MAX = {24: 3}
+
 CLIENT_SOFTWARE_NAME = "kafkawire"
 
 
@@ -42,7 +46,7 @@ def min_version(api_key: int) -> int:
 
 
 def max_version(api_key: int) -> int:
-    return P.request_class(api_key).VERSIONS[1]
+    return min(P.request_class(api_key).VERSIONS[1], _CLIENT_MAX.get(api_key, 1 << 15))
 
 
 def encode_request(message, version: int, correlation_id: int, client_id: str) -> bytes:

@@ -22,7 +22,8 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequ
 from kafkawire.client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator
 from kafkawire.client.client import Client
 from kafkawire.client.config import Config, connection_kwargs, resolve
-from kafkawire.client.exceptions import BufferFullError, ProducerClosedError
+from kafkawire.client.exceptions import (BufferFullError, ProducerClosedError,
+                                         TransactionStateError)
 from kafkawire.client.futures import DeliveryFuture
 from kafkawire.client.partitioner import partition_for_key
 from kafkawire.client.results import ProduceResult, RecordMetadata
@@ -100,6 +101,7 @@ class Producer:
         self._key_ser = cfg.key_serializer
         self._value_ser = cfg.value_serializer
         self._serialize = self._key_ser is not None or self._value_ser is not None
+        self._transactional = cfg.transactional_id is not None
         self._max_record_size = cfg.max_request_size - 61
         self._topics = self._client.cluster.topics  # the dict is updated in place
         part = cfg.partitioner
@@ -109,6 +111,7 @@ class Producer:
         self._sticky: Dict[str, _Sticky] = {}
         self._rr: Dict[str, int] = {}
         self._closed = False
+        self._txn_ready = False
         self._sender = Sender(self)
         self._sender.start()
 
@@ -182,6 +185,9 @@ class Producer:
         """
         if self._closed:
             raise ProducerClosedError("send() after close(); create a new Producer")
+        if self._transactional and not self._sender.txn.in_transaction:
+            raise TransactionStateError("a transactional producer sends inside a transaction: "
+                                        "call begin_transaction() first")
         if self._serialize:
             if self._key_ser is not None:
                 key = self._key_ser(key)
@@ -315,6 +321,82 @@ class Producer:
                 sender.want_metadata(topic)
                 sender.metadata_ready.wait(min(left, 0.1))
 
+    # -------------------------------------------------------- transactions
+    def _txn(self, what: str):
+        txn = self._sender.txn
+        if txn is None:
+            raise TransactionStateError(f"{what} needs a transactional producer: give it a "
+                                        "transactional_id")
+        return txn
+
+    def init_transactions(self, timeout: Optional[float] = None) -> None:
+        """Register ``transactional_id`` with its coordinator (fencing older producers with it).
+
+        Blocks until the producer has its id and epoch (``max_block_ms`` when
+        ``timeout`` is None); an earlier producer's open transaction is
+        finished by the coordinator first.
+        """
+        self._txn("init_transactions()")
+        sender = self._sender
+        deadline = _monotonic() + (self._max_block if timeout is None else timeout)
+        while sender.producer_id < 0:
+            if sender.fatal is not None:
+                raise sender.fatal
+            if _monotonic() > deadline or not sender.is_alive():
+                raise BufferFullError("init_transactions() timed out waiting for the "
+                                      "transaction coordinator")
+            sender.wake()
+            time.sleep(0.005)
+        self._txn_ready = True
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: records sent from now until commit/abort belong to it."""
+        txn = self._txn("begin_transaction()")
+        if not self._txn_ready:
+            raise TransactionStateError("call init_transactions() before begin_transaction()")
+        if txn.in_transaction:
+            raise TransactionStateError("a transaction is already open; commit or abort it")
+        txn.failed = None
+        txn.in_transaction = True
+
+    def send_offsets_to_transaction(self, offsets: Mapping[Tuple[str, int], Any],
+                                    group_metadata: Any,
+                                    timeout: Optional[float] = None) -> None:
+        """Commit a consumer group's offsets ``{(topic, partition): offset}`` with the transaction.
+
+        ``group_metadata`` is the consuming group's id, or its consumer's
+        ``group_metadata()``; offsets are the next ones to read, as for a commit.
+        """
+        txn = self._txn("send_offsets_to_transaction()")
+        txn.check_open("send_offsets_to_transaction()")
+        self._sender.submit(lambda: txn.send_offsets(offsets, group_metadata)).result(
+            self._max_block if timeout is None else timeout)
+
+    def commit_transaction(self, timeout: Optional[float] = None) -> None:
+        """Deliver the transaction's records, then commit it: read_committed consumers see them.
+
+        If a record of the transaction failed, raises ``TransactionStateError``
+        (its cause is the record's error): abort the transaction instead.
+        """
+        txn = self._txn("commit_transaction()")
+        txn.check_open("commit_transaction()")
+        if self.flush(timeout) > 0:
+            raise BufferFullError("commit_transaction(): records were still undelivered when "
+                                  "the timeout ran out")
+        if txn.failed is not None:
+            raise TransactionStateError("a record of this transaction failed; call "
+                                        "abort_transaction()") from txn.failed
+        self._sender.submit(lambda: txn.end(True)).result(
+            self._max_block if timeout is None else timeout)
+
+    def abort_transaction(self, timeout: Optional[float] = None) -> None:
+        """Abort the open transaction: its records stay invisible to read_committed consumers."""
+        txn = self._txn("abort_transaction()")
+        txn.check_open("abort_transaction()")
+        self.flush(timeout)
+        self._sender.submit(lambda: txn.end(False)).result(
+            self._max_block if timeout is None else timeout)
+
     # --------------------------------------------------------------- bulk
     def send_batch(self, topic: str, records: Any, *,
                    partition: Optional[int] = None) -> "Future[List[ProduceResult]]":
@@ -335,6 +417,9 @@ class Producer:
         from kafkawire.client.futures import BatchFuture
         if self._closed:
             raise ProducerClosedError("send_batch() after close(); create a new Producer")
+        if self._transactional and not self._sender.txn.in_transaction:
+            raise TransactionStateError("a transactional producer sends inside a transaction: "
+                                        "call begin_transaction() first")
         info = self._topics.get(topic)
         if info is None or not info.partitions:
             info = self._wait_for_topic(topic)

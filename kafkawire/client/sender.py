@@ -20,6 +20,7 @@ UNKNOWN_PRODUCER_ID and INVALID_PRODUCER_EPOCH bump the epoch and retry.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import select
 import socket
@@ -103,6 +104,12 @@ class Sender(threading.Thread):
         self._wake_r.setblocking(False)
         self._woken = False
         self.tick = None  # a hook tests use to run code inside the loop
+        self.tasks: collections.deque = collections.deque()  # (callable, Future) to run here
+        self.txn = None
+        if self.transactional_id is not None:
+            from kafkawire.client.transaction import TransactionManager
+            self.txn = TransactionManager(self, self.transactional_id,
+                                          max(cfg.max_block_ms, cfg.request_timeout_ms) / 1000.0)
 
     # ------------------------------------------------------------ signals
     def wake(self) -> None:
@@ -113,6 +120,22 @@ class Sender(threading.Thread):
                 self._wake_w.send(b"x")
             except OSError:
                 pass
+
+    def submit(self, fn):
+        """Run ``fn()`` on this thread; returns a Future of its result."""
+        from concurrent.futures import Future
+        f: Future = Future()
+        self.tasks.append((fn, f))
+        self.wake()
+        return f
+
+    def _run_tasks(self) -> None:
+        while self.tasks:
+            fn, f = self.tasks.popleft()
+            try:
+                f.set_result(fn())
+            except BaseException as exc:  # handed to the waiting caller
+                f.set_exception(exc)
 
     def want_metadata(self, topic: str) -> None:
         self._metadata_wanted.add(topic)
@@ -156,6 +179,13 @@ class Sender(threading.Thread):
                 and not self._busy():
             self._init_producer_id()
         self._expire(now)
+        if self.tasks and (self.producer_id >= 0 or self.fatal is not None or
+                           not self.idempotent):
+            if self.fatal is not None:
+                while self.tasks:
+                    self.tasks.popleft()[1].set_exception(self.fatal)
+            else:
+                self._run_tasks()
         if self.fatal is not None:
             self._abandon(self.fatal, queued_only=True)
         elif not (self.idempotent and (self.producer_id < 0 or self.bump_epoch)):
@@ -258,6 +288,8 @@ class Sender(threading.Thread):
         by_node: Dict[int, List[ProducerBatch]] = {}
         sizes: Dict[int, int] = {}
         linger = self.linger
+        txn = self.txn
+        to_add: List[Tuple[str, int]] = []
         with acc.lock:
             urgent = acc.flushing or self.closing
             for topic, parts in acc.queues.items():
@@ -283,12 +315,34 @@ class Sender(threading.Thread):
                         continue
                     if self.client.reconnect_delay(leader) > 0:
                         continue
+                    if txn is not None and (topic, partition) not in txn.partitions:
+                        to_add.append((topic, partition))
+                        continue
                     q.popleft()
                     b.closed = True
                     by_node.setdefault(leader, []).append(b)
                     sizes[leader] = sizes.get(leader, 0) + size
         for node, batches in by_node.items():
             self._send(node, batches, now)
+        if to_add:
+            self._add_partitions(to_add)
+
+    def _add_partitions(self, tps: List[Tuple[str, int]]) -> None:
+        """AddPartitionsToTxn before a partition's first batch of the transaction."""
+        try:
+            self.txn.add_partitions(tps)
+        except BrokerResponseError as exc:
+            log.error("AddPartitionsToTxn failed: %s", exc)
+            if exc.code in (47, 90):
+                self.fatal = exc
+            failed = []
+            with self.acc.lock:
+                for topic, partition in tps:
+                    q = self.acc.queues.get(topic, {}).get(partition)
+                    while q:
+                        failed.append(q.popleft())
+            for b in failed:
+                self._complete(b, error=exc)
 
     def _send(self, node: int, batches: List[ProducerBatch], now: float) -> None:
         client = self.client
@@ -514,6 +568,8 @@ class Sender(threading.Thread):
         with self.acc.lock:
             self.acc.release(b)
         producer_cb = self.producer.config.on_delivery
+        if error is not None and self.txn is not None:
+            self.txn.failed = error
         if b.batch_future is not None:  # send_batch: one future for all its batches
             future, index = b.batch_future
             if error is None:

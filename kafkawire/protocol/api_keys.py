@@ -12,7 +12,7 @@ __all__ = ["ApiKey", "request_class", "response_class", "supported_versions"]
 
 
 class ApiKey(IntEnum):
-    """The 19 APIs of the codec, with Kafka's numbers."""
+    """The APIs of the codec, with Kafka's numbers."""
 
     PRODUCE = 0
     FETCH = 1
@@ -32,6 +32,10 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
     SASL_AUTHENTICATE = 36
 
 

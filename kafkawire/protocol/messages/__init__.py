@@ -12,9 +12,11 @@ from kafkawire.protocol.messages.offsets import *  # noqa: F401,F403
 from kafkawire.protocol.messages.produce import *  # noqa: F401,F403
 from kafkawire.protocol.messages.sasl import *  # noqa: F401,F403
 from kafkawire.protocol.messages.topics import *  # noqa: F401,F403
+from kafkawire.protocol.messages.transactions import *  # noqa: F401,F403
 from kafkawire.protocol.messages import (api_versions, fetch, find_coordinator, groups,
                                          init_producer_id, list_offsets, metadata, offsets,
-                                         produce, sasl, topics)
+                                         produce, sasl, topics, transactions)
 
 __all__ = [n for m in (produce, fetch, list_offsets, metadata, offsets, find_coordinator, groups,
-                       sasl, api_versions, topics, init_producer_id) for n in m.__all__]
+                       sasl, api_versions, topics, init_producer_id, transactions)
+           for n in m.__all__]
