@@ -31,6 +31,7 @@ from kafkawire._fast.records import (
     decode_legacy_messages as decode_legacy_messages,
     decode_records_v2 as decode_records_v2,
     encode_records_v2 as encode_records_v2,
+    encode_records_v2_columns as encode_records_v2_columns,
     iter_records_v2 as iter_records_v2,
 )
 from kafkawire._fast.columnar import (
