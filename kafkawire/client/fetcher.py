@@ -1,0 +1,408 @@
+"""The consumer's fetching: one multi-partition Fetch in flight per leader, decoded on demand.
+
+Each partition the consumer owns has a :class:`PartitionState` (position,
+paused, leader epoch).  :class:`Fetcher` sends one Fetch per leader for the
+partitions that have a position, are not paused, and have nothing buffered;
+so the prefetch is bounded by ``fetch_max_bytes`` per leader.  Answers are
+kept as the raw records bytes and decoded when ``poll`` asks for records
+(objects) or for columns (Arrow), whichever the caller uses.
+
+``read_committed`` follows Kafka's consumer: the broker only returns data
+below the last stable offset, and the aborted transactions listed in the
+answer are dropped: a transactional batch of producer P is skipped while P
+has an aborted transaction that started at or before the batch and whose
+ABORT marker has not been passed yet.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import select
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import kafkawire
+from kafkawire import protocol as P
+from kafkawire.client import _api as A
+from kafkawire.client.cluster import STALE_METADATA_CODES
+from kafkawire.client.exceptions import KafkaConnectionError, RequestTimeoutError
+from kafkawire.client.group_metadata import TopicPartition
+from kafkawire.protocol.error_codes import make_error
+
+__all__ = ["ConsumerRecord", "PartitionState", "Fetcher", "CompletedFetch"]
+
+log = logging.getLogger("kafkawire.client.fetcher")
+
+_OFFSET_OUT_OF_RANGE = 1
+
+
+class ConsumerRecord(collections.namedtuple(
+        "ConsumerRecord", "topic partition offset timestamp timestamp_type key value headers "
+                          "leader_epoch")):
+    """One record as the consumer hands it out (an immutable named tuple).
+
+    ``timestamp_type`` is ``"CreateTime"`` or ``"LogAppendTime"``;
+    ``headers`` a list of ``(str, bytes | None)``; ``leader_epoch`` the
+    partition leader epoch the record was written in (-1 when unknown).
+    """
+
+    __slots__ = ()
+
+
+_new = tuple.__new__
+
+
+class PartitionState:
+    """What the consumer knows about one partition it owns."""
+
+    __slots__ = ("position", "leader_epoch", "paused", "reset", "high_watermark",
+                 "last_stable_offset", "log_start_offset")
+
+    def __init__(self) -> None:
+        self.position: Optional[int] = None   # next offset to hand out
+        self.leader_epoch = -1                # epoch of the last record handed out
+        self.paused = False
+        self.reset: Optional[str] = None      # pending seek_to_beginning/end: "earliest"/"latest"
+        self.high_watermark = -1
+        self.last_stable_offset = -1
+        self.log_start_offset = -1
+
+
+class CompletedFetch:
+    """One partition's answer, waiting to be handed out from ``fetch_offset``."""
+
+    __slots__ = ("tp", "fetch_offset", "data", "aborted", "_batches", "_pending", "_done",
+                 "next_offset", "_aborted_pids", "_epoch", "_read_committed", "_arrow")
+
+    def __init__(self, tp: TopicPartition, fetch_offset: int, data, aborted, read_committed):
+        self.tp = tp
+        self.fetch_offset = fetch_offset
+        self.data = data
+        self.aborted = sorted(aborted, key=lambda a: a[1])   # (producer id, first offset)
+        self._read_committed = read_committed
+        self._batches: Optional[Iterator] = None
+        self._pending: List[ConsumerRecord] = []
+        self._done = False
+        self.next_offset = fetch_offset     # one past the last offset consumed (incl. control)
+        self._aborted_pids: set = set()
+        self._epoch = -1
+        self._arrow = None
+
+    # ---- records as objects
+    def take(self, max_records: int) -> List[ConsumerRecord]:
+        out = self._pending
+        while len(out) < max_records and not self._done:
+            out.extend(self._next_batch())
+        if len(out) > max_records:
+            self._pending = out[max_records:]
+            return out[:max_records]
+        self._pending = []
+        return out
+
+    @property
+    def exhausted(self) -> bool:
+        return self._done and not self._pending
+
+    def _next_batch(self) -> List[ConsumerRecord]:
+        if self._batches is None:
+            self._batches = iter(kafkawire.iter_batches(self.data))
+        for b in self._batches:
+            last = b.last_offset
+            if last < self.fetch_offset:
+                continue
+            self.next_offset = last + 1
+            if self._read_committed and self._skip(b):
+                continue
+            if getattr(b, "is_control", False):
+                continue
+            topic, part = self.tp
+            epoch = getattr(b, "partition_leader_epoch", -1)
+            start = self.fetch_offset
+            recs = b.records()
+            if recs and recs[0].offset < start:
+                recs = [r for r in recs if r.offset >= start]
+            return [_new(ConsumerRecord, (topic, part, r.offset, r.timestamp, r.timestamp_type,
+                                          r.key, r.value, r.headers, epoch)) for r in recs]
+        self._done = True
+        return []
+
+    def _skip(self, b) -> bool:
+        """Kafka's read_committed rule for one batch (True: drop it)."""
+        if not getattr(b, "is_transactional", False):
+            return False
+        pid = b.producer_id
+        aborted = self.aborted
+        while aborted and aborted[0][1] <= b.last_offset:
+            self._aborted_pids.add(aborted.pop(0)[0])
+        if b.is_control:
+            if b.control_type == "abort":
+                self._aborted_pids.discard(pid)
+            return True
+        return pid in self._aborted_pids
+
+    # ---- records as columns
+    def take_columns(self, max_records: int, include_headers: bool):
+        """The next up to ``max_records`` rows as a ColumnChunk-backed Arrow batch (or None)."""
+        if self._arrow is None:
+            from kafkawire.records.columnar import decode_columns
+            chunk = decode_columns(self.data, start_offset=self.fetch_offset,
+                                   include_headers=include_headers)
+            if self._read_committed and len(chunk):
+                mask = self._committed_mask(chunk)
+                if mask is not None:
+                    chunk = chunk.filter(mask)
+            if chunk.next_offset is not None:
+                self.next_offset = max(self.next_offset, chunk.next_offset)
+            rb = chunk.to_arrow(include_headers=include_headers, topic=self.tp[0],
+                                partition=self.tp[1])
+            self._arrow = [rb, 0]
+        rb, at = self._arrow
+        n = min(max_records, rb.num_rows - at)
+        self._arrow[1] = at + n
+        if at + n >= rb.num_rows:
+            self._done = True
+        return rb.slice(at, n) if (at or n < rb.num_rows) else rb
+
+    def _committed_mask(self, chunk):
+        import numpy as np
+        if not self.aborted:
+            return None
+        pids = chunk.producer_id
+        txn = chunk.is_transactional
+        base = chunk.batch_base_offset
+        offs = chunk.offset
+        keep = np.ones(len(chunk), dtype=bool)
+        c_off, c_pid, c_type = chunk.control_offset, chunk.control_producer_id, chunk.control_type
+        for pid, first in self.aborted:
+            markers = c_off[(c_pid == pid) & (c_type == 0) & (c_off >= first)]
+            end = int(markers.min()) if len(markers) else (1 << 63) - 1
+            keep &= ~((pids == pid) & txn & (base >= first) & (offs < end))
+        return keep
+
+
+class Fetcher:
+    """Sends Fetch requests for owned partitions and buffers the answers."""
+
+    def __init__(self, client, states: Dict[TopicPartition, PartitionState], *,
+                 fetch_min_bytes: int, fetch_max_wait_ms: int, fetch_max_bytes: int,
+                 max_partition_fetch_bytes: int, isolation_level: int,
+                 client_rack: Optional[str] = None) -> None:
+        self.client = client
+        self.states = states
+        self.min_bytes = fetch_min_bytes
+        self.max_wait_ms = fetch_max_wait_ms
+        self.max_bytes = fetch_max_bytes
+        self.partition_max_bytes = max_partition_fetch_bytes
+        self.isolation_level = isolation_level
+        self.rack = client_rack or ""
+        self.in_flight: Dict[int, Tuple[Any, Any, Dict[TopicPartition, int], Dict]] = {}
+        self.completed: "collections.OrderedDict[TopicPartition, CompletedFetch]" = \
+            collections.OrderedDict()
+        self.errors: List[BaseException] = []
+        self.needs_metadata = False
+        self.needs_reset: List[TopicPartition] = []
+
+    # --------------------------------------------------------------- sending
+    def fetchable(self) -> Dict[int, List[TopicPartition]]:
+        busy = {tp for _, _, offsets, _ in self.in_flight.values() for tp in offsets}
+        out: Dict[int, List[TopicPartition]] = {}
+        cluster = self.client.cluster
+        for tp, st in self.states.items():
+            if st.paused or st.position is None or st.reset or tp in self.completed or tp in busy:
+                continue
+            leader = cluster.leader(tp[0], tp[1])
+            if leader is None:
+                self.needs_metadata = True
+                continue
+            if leader in self.in_flight:
+                continue
+            out.setdefault(leader, []).append(tp)
+        return out
+
+    def send(self) -> None:
+        for node, tps in self.fetchable().items():
+            try:
+                conn = self.client._node(node)
+                version = self.client._version(conn, A.FETCH)
+                req, ids = self._request(tps, version)
+                timeout_ms = self.client.request_timeout * 1000 + self.max_wait_ms
+                pending = self.client._send(conn, req, version, timeout_ms)
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                log.debug("fetch to broker %s not sent: %s", node, exc)
+                self.client.cluster.mark_stale()
+                self.needs_metadata = True
+                continue
+            offsets = {tp: self.states[tp].position for tp in tps}
+            self.in_flight[node] = (pending, conn, offsets, ids)
+
+    def _request(self, tps: Sequence[TopicPartition], version: int):
+        by_topic: Dict[str, list] = {}
+        for tp in tps:
+            st = self.states[tp]
+            info = self.client.cluster.topics[tp[0]].partitions.get(tp[1])
+            by_topic.setdefault(tp[0], []).append({
+                "partition": tp[1], "fetch_offset": st.position,
+                "partition_max_bytes": self.partition_max_bytes,
+                "current_leader_epoch": info.leader_epoch if info is not None else -1})
+        topics = []
+        ids: Dict[Any, str] = {}
+        for topic, parts in by_topic.items():
+            t: Dict[str, Any] = {"partitions": parts}
+            if version >= 13:
+                tid = self.client.cluster.topics[topic].topic_id
+                if tid is None or int(tid) == 0:
+                    raise kafkawire.errors.UnsupportedVersionError(
+                        f"Fetch v{version} needs the topic id of {topic!r}, which metadata "
+                        "did not give")
+                t["topic_id"] = tid
+                ids[tid] = topic
+            else:
+                t["topic"] = topic
+            topics.append(t)
+        req = P.FetchRequest(max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
+                             max_bytes=self.max_bytes, isolation_level=self.isolation_level,
+                             session_id=0, session_epoch=-1, topics=topics, rack_id=self.rack)
+        return req, ids
+
+    # -------------------------------------------------------------- receiving
+    def wait(self, timeout: float) -> None:
+        """Read the answers that arrive within ``timeout`` seconds (returns at the first)."""
+        if not self.in_flight:
+            if timeout > 0:
+                time.sleep(min(timeout, 0.05))
+            return
+        ready = [n for n, (p, c, _, _) in self.in_flight.items() if p.done() or _has_data(c)]
+        if not ready and timeout > 0:
+            socks = {}
+            for n, (p, c, _, _) in self.in_flight.items():
+                s = getattr(c, "_sock", None)
+                if s is None:
+                    ready.append(n)
+                else:
+                    socks[s] = n
+            if socks and not ready:
+                try:
+                    r, _, _ = select.select(list(socks), [], [], timeout)
+                except (OSError, ValueError):
+                    r = list(socks)
+                ready = [socks[s] for s in r]
+        for node in ready:
+            self._complete(node)
+
+    def _complete(self, node: int) -> None:
+        pending, conn, offsets, ids = self.in_flight.pop(node)
+        try:
+            resp = pending.result()
+        except (KafkaConnectionError, RequestTimeoutError) as exc:
+            log.info("fetch from broker %s failed: %s; refreshing metadata", node, exc)
+            self.client._drop(conn)
+            self.client.cluster.mark_stale()
+            self.needs_metadata = True
+            return
+        if getattr(resp, "error_code", 0):
+            err = make_error(resp.error_code, api="Fetch")
+            if err.retriable:
+                self.needs_metadata = True
+            else:
+                self.errors.append(err)
+            return
+        for t in resp.responses:
+            topic = t.topic if getattr(t, "topic", "") else ids.get(t.topic_id)
+            for p in t.partitions:
+                tp = TopicPartition(topic, p.partition_index)
+                asked = offsets.get(tp)
+                st = self.states.get(tp)
+                if asked is None or st is None or st.position != asked:
+                    continue   # unassigned or moved by seek() while the fetch was out
+                self._partition(tp, st, asked, p)
+
+    def _partition(self, tp: TopicPartition, st: PartitionState, asked: int, p) -> None:
+        code = p.error_code
+        if code == 0:
+            st.high_watermark = p.high_watermark
+            st.last_stable_offset = getattr(p, "last_stable_offset", -1)
+            st.log_start_offset = getattr(p, "log_start_offset", -1)
+            data = p.records
+            if data is not None and len(data):
+                aborted = [(a.producer_id, a.first_offset)
+                           for a in (getattr(p, "aborted_transactions", None) or ())]
+                self.completed[tp] = CompletedFetch(tp, asked, data, aborted,
+                                                    self.isolation_level == 1)
+            return
+        err = make_error(code, api="Fetch", topic=tp[0], partition=tp[1])
+        if code == _OFFSET_OUT_OF_RANGE:
+            log.info("%s-%d: offset %d is out of range; resetting", tp[0], tp[1], asked)
+            self.needs_reset.append(tp)
+        elif code in STALE_METADATA_CODES or err.retriable:
+            self.client.cluster.mark_stale([tp[0]])
+            self.needs_metadata = True
+        else:
+            self.errors.append(err)
+
+    # --------------------------------------------------------------- handing out
+    def drop(self, tps) -> None:
+        """Forget buffered and in-flight data of ``tps`` (revoked, sought, or lost)."""
+        for tp in tps:
+            self.completed.pop(tp, None)
+
+    def take_records(self, max_records: int) -> Dict[TopicPartition, List[ConsumerRecord]]:
+        out: Dict[TopicPartition, List[ConsumerRecord]] = {}
+        left = max_records
+        for tp in list(self.completed):
+            if left <= 0:
+                break
+            st = self.states.get(tp)
+            if st is None:
+                del self.completed[tp]
+                continue
+            if st.paused:
+                continue
+            cf = self.completed[tp]
+            recs = cf.take(left)
+            if recs:
+                out[tp] = recs
+                left -= len(recs)
+                last = recs[-1]
+                st.position = last.offset + 1
+                st.leader_epoch = last.leader_epoch
+            if cf.exhausted:
+                del self.completed[tp]
+                if cf.next_offset > st.position:
+                    st.position = cf.next_offset
+            else:
+                self.completed.move_to_end(tp)
+        return out
+
+    def take_columns(self, max_records: int, include_headers: bool) -> List[Any]:
+        out = []
+        left = max_records
+        for tp in list(self.completed):
+            if left <= 0:
+                break
+            st = self.states.get(tp)
+            if st is None:
+                del self.completed[tp]
+                continue
+            if st.paused:
+                continue
+            cf = self.completed[tp]
+            rb = cf.take_columns(left, include_headers)
+            if rb.num_rows:
+                out.append(rb)
+                left -= rb.num_rows
+                st.position = rb.column("offset")[-1].as_py() + 1
+            if cf._done:
+                del self.completed[tp]
+                if cf.next_offset > st.position:
+                    st.position = cf.next_offset
+            else:
+                self.completed.move_to_end(tp)
+        return out
+
+
+def _has_data(conn) -> bool:
+    sock = getattr(conn, "_sock", None)
+    if sock is None:
+        return True
+    pending = getattr(sock, "pending", None)
+    return bool(pending is not None and pending() > 0)
