@@ -19,6 +19,7 @@ _LAZY = {
     "LogWriter": ("kafkawire.log", "LogWriter"),
     "Client": ("kafkawire.client", "Client"),
     "Producer": ("kafkawire.client.producer", "Producer"),
+    "Consumer": ("kafkawire.client.consumer", "Consumer"),
 }
 
 

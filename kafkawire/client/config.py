@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from kafkawire.errors import KafkaWireError
 
-__all__ = ["ConfigError", "Setting", "Config", "COMMON", "PRODUCER", "register", "resolve",
+__all__ = ["ConfigError", "Setting", "Config", "COMMON", "PRODUCER", "CONSUMER", "register", "resolve",
            "settings_of", "int_range", "one_of", "bool_", "str_", "optional", "callable_",
            "SECURITY_PROTOCOLS", "SASL_MECHANISMS"]
 
@@ -196,7 +196,52 @@ PRODUCER: Dict[str, Setting] = {
     "transaction_timeout_ms": Setting(60_000, int_range(1)),
 }
 
-_TABLES: Dict[str, Dict[str, Setting]] = {"producer": PRODUCER}
+def _strategies(name: str, v: Any) -> Tuple[Any, ...]:
+    """Assignor names ("range", "roundrobin", "cooperative-sticky"), comma-separated or a list."""
+    from kafkawire.client.assignors import get_assignor
+    items = [s.strip() for s in v.split(",")] if isinstance(v, str) else \
+        list(v) if isinstance(v, (list, tuple)) else [v]
+    if not items:
+        raise ConfigError(f"{name} needs at least one assignor")
+    try:
+        return tuple(get_assignor(s) and s for s in items)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
+CONSUMER: Dict[str, Setting] = {
+    **COMMON,
+    "group_instance_id": Setting(None, optional(str_),
+                                 "a stable member name: static membership, no rebalance on restart"),
+    "client_rack": Setting(None, optional(str_), "the rack this consumer runs in"),
+    "session_timeout_ms": Setting(45_000, int_range(1),
+                                  "a member silent this long is removed from the group"),
+    "heartbeat_interval_ms": Setting(3_000, int_range(1), "how often the member heartbeats"),
+    "max_poll_interval_ms": Setting(300_000, int_range(1),
+                                    "a member that does not poll this long leaves the group"),
+    "max_poll_records": Setting(500, int_range(1), "records one poll() returns at most"),
+    "partition_assignment_strategy": Setting(("range", "cooperative-sticky"), _strategies,
+                                             "assignors offered to the group, preferred first"),
+    "auto_offset_reset": Setting("latest", one_of("earliest", "latest", "none"),
+                                 "where to start without a committed offset"),
+    "enable_auto_commit": Setting(True, bool_, "commit positions every auto_commit_interval_ms"),
+    "auto_commit_interval_ms": Setting(5_000, int_range(0)),
+    "isolation_level": Setting("read_uncommitted", one_of("read_uncommitted", "read_committed"),
+                               "read_committed hides aborted and open transactions"),
+    "fetch_min_bytes": Setting(1, int_range(0), "a fetch waits for at least this much data"),
+    "fetch_max_wait_ms": Setting(500, int_range(0), "...but no longer than this"),
+    "fetch_max_bytes": Setting(52_428_800, int_range(1), "bytes one fetch returns at most"),
+    "max_partition_fetch_bytes": Setting(1_048_576, int_range(1),
+                                         "bytes per partition one fetch returns at most"),
+    "check_crcs": Setting(False, bool_, "verify each batch's CRC-32C"),
+    "exclude_internal_topics": Setting(True, bool_, "patterns never match internal topics"),
+    "key_deserializer": Setting(None, optional(callable_)),
+    "value_deserializer": Setting(None, optional(callable_)),
+    "default_api_timeout_ms": Setting(60_000, int_range(1),
+                                      "timeout of commit, committed, position, offsets_for_times"),
+}
+
+_TABLES: Dict[str, Dict[str, Setting]] = {"producer": PRODUCER, "consumer": CONSUMER}
 
 
 def register(kind: str, table: Mapping[str, Setting]) -> None:

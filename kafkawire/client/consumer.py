@@ -23,7 +23,7 @@ from kafkawire import protocol as P
 from kafkawire.client import _api as A
 from kafkawire.client.assignors import Assignor, get_assignor
 from kafkawire.client.client import Client
-from kafkawire.client.consumer_config import consumer_settings
+from kafkawire.client.config import connection_kwargs, resolve
 from kafkawire.client.coordinator import GroupCoordinator
 from kafkawire.client.exceptions import (ClientClosedError, ClientError, KafkaConnectionError,
                                          RequestTimeoutError)
@@ -68,27 +68,14 @@ class Consumer:
 
     def __init__(self, bootstrap_servers: Union[str, Sequence[Any]],
                  group_id: Optional[str] = None, **config: Any) -> None:
-        cfg = consumer_settings(config)
+        cfg = resolve("consumer", config)
         self.config = cfg
         self.group_id = group_id
-        self._client_kwargs = dict(
-            client_id=cfg["client_id"], request_timeout_ms=cfg["request_timeout_ms"],
-            connect_timeout_ms=cfg["socket_connection_setup_timeout_ms"],
-            metadata_max_age_ms=cfg["metadata_max_age_ms"], retry_backoff_ms=cfg["retry_backoff_ms"],
-            allow_auto_create_topics=cfg["allow_auto_create_topics"],
-            max_frame_size=cfg["max_frame_size"], **cfg["_connection"])
+        self._client_kwargs = connection_kwargs(cfg)
         self._bootstrap = bootstrap_servers
         self._client = Client(bootstrap_servers, **self._client_kwargs)
-        iso = cfg["isolation_level"]
-        if iso not in ("read_uncommitted", "read_committed"):
-            raise ValueError(f"isolation_level must be 'read_uncommitted' or 'read_committed', "
-                             f"not {iso!r}")
-        self._isolation = 1 if iso == "read_committed" else 0
-        reset = cfg["auto_offset_reset"]
-        if reset not in ("earliest", "latest", "none"):
-            raise ValueError(f"auto_offset_reset must be 'earliest', 'latest' or 'none', "
-                             f"not {reset!r}")
-        self._reset_strategy = reset
+        self._isolation = 1 if cfg["isolation_level"] == "read_committed" else 0
+        self._reset_strategy = cfg["auto_offset_reset"]
         self._states: Dict[TopicPartition, PartitionState] = {}
         self._fetcher = Fetcher(self._client, self._states,
                                 fetch_min_bytes=cfg["fetch_min_bytes"],
@@ -111,9 +98,6 @@ class Consumer:
         self._last_metadata = 0.0
         if group_id is not None:
             strategies = cfg["partition_assignment_strategy"]
-            if isinstance(strategies, (str, Assignor)) or isinstance(strategies, type):
-                strategies = [s.strip() for s in strategies.split(",")] \
-                    if isinstance(strategies, str) else [strategies]
             self._coord = GroupCoordinator(
                 lambda: Client(bootstrap_servers, **self._client_kwargs), group_id,
                 group_instance_id=cfg["group_instance_id"],
