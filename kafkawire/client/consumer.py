@@ -510,13 +510,10 @@ class Consumer:
     def _take(self, limit: int, columns: Optional[bool]):
         if columns is not None:
             return self._fetcher.take_columns(limit, columns)
-        by_tp = self._fetcher.take_records(limit)
-        if not by_tp:
+        lists = self._fetcher.take_records(limit)
+        if not lists:
             return []
-        if len(by_tp) == 1:
-            out = next(iter(by_tp.values()))
-        else:
-            out = [r for recs in by_tp.values() for r in recs]
+        out = lists[0] if len(lists) == 1 else [r for recs in lists for r in recs]
         kd, vd = self._key_deser, self._value_deser
         if kd is not None or vd is not None:
             out = [r._replace(key=kd(r.key) if kd and r.key is not None else r.key,

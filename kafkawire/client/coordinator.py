@@ -368,6 +368,12 @@ class GroupCoordinator:
                     first = first or err
         return first
 
+    def _retry_or_raise(self, error: BaseException, deadline: float) -> None:
+        """Pause before the next attempt, or raise ``error`` when the deadline allows none."""
+        if time.monotonic() + self.retry_backoff >= deadline:
+            raise error
+        time.sleep(self.retry_backoff)
+
     def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout: float) -> None:
         """Commit synchronously, retrying coordinator moves until ``timeout`` seconds pass."""
         if not offsets:
@@ -381,12 +387,9 @@ class GroupCoordinator:
                     return
                 if not (err.retriable or err.code in _COORDINATOR_ERRORS):
                     raise err
-                last: BaseException = err
+                self._retry_or_raise(err, deadline)
             except (KafkaConnectionError, RequestTimeoutError) as exc:
-                last = exc
-            if time.monotonic() + self.retry_backoff >= deadline:
-                raise last
-            time.sleep(self.retry_backoff)
+                self._retry_or_raise(exc, deadline)
 
     def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
                      callback: Optional[Callable]) -> None:
@@ -461,12 +464,9 @@ class GroupCoordinator:
                     self.coordinator_unknown(exc.name)
                 elif not exc.retriable and exc.code != 88:  # 88: UNSTABLE_OFFSET_COMMIT
                     raise
-                last: BaseException = exc
+                self._retry_or_raise(exc, deadline)
             except (KafkaConnectionError, RequestTimeoutError) as exc:
-                last = exc
-            if time.monotonic() + self.retry_backoff >= deadline:
-                raise last
-            time.sleep(self.retry_backoff)
+                self._retry_or_raise(exc, deadline)
 
     # --------------------------------------------------------------- leaving
     def leave(self, reason: str = "the consumer is closing") -> None:

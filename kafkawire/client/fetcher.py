@@ -345,35 +345,9 @@ class Fetcher:
         for tp in tps:
             self.completed.pop(tp, None)
 
-    def take_records(self, max_records: int) -> Dict[TopicPartition, List[ConsumerRecord]]:
-        out: Dict[TopicPartition, List[ConsumerRecord]] = {}
-        left = max_records
-        for tp in list(self.completed):
-            if left <= 0:
-                break
-            st = self.states.get(tp)
-            if st is None:
-                del self.completed[tp]
-                continue
-            if st.paused:
-                continue
-            cf = self.completed[tp]
-            recs = cf.take(left)
-            if recs:
-                out[tp] = recs
-                left -= len(recs)
-                last = recs[-1]
-                st.position = last.offset + 1
-                st.leader_epoch = last.leader_epoch
-            if cf.exhausted:
-                del self.completed[tp]
-                if cf.next_offset > st.position:
-                    st.position = cf.next_offset
-            else:
-                self.completed.move_to_end(tp)
-        return out
-
-    def take_columns(self, max_records: int, include_headers: bool) -> List[Any]:
+    def _hand_out(self, max_records: int, take) -> list:
+        """Up to ``max_records`` rows, partition by partition; ``take(cf, n)`` returns
+        ``(item, rows, last offset, leader epoch)``; positions move past what is handed out."""
         out = []
         left = max_records
         for tp in list(self.completed):
@@ -386,18 +360,38 @@ class Fetcher:
             if st.paused:
                 continue
             cf = self.completed[tp]
-            rb = cf.take_columns(left, include_headers)
-            if rb.num_rows:
-                out.append(rb)
-                left -= rb.num_rows
-                st.position = rb.column("offset")[-1].as_py() + 1
-            if cf._done:
+            item, rows, last, epoch = take(cf, left)
+            if rows:
+                out.append(item)
+                left -= rows
+                st.position = last + 1
+                if epoch is not None:
+                    st.leader_epoch = epoch
+            if cf.exhausted:
                 del self.completed[tp]
                 if cf.next_offset > st.position:
                     st.position = cf.next_offset
             else:
                 self.completed.move_to_end(tp)
         return out
+
+    def take_records(self, max_records: int) -> List[List[ConsumerRecord]]:
+        """Lists of records, one per partition that had some."""
+        def take(cf, n):
+            recs = cf.take(n)
+            if not recs:
+                return None, 0, 0, None
+            return recs, len(recs), recs[-1].offset, recs[-1].leader_epoch
+        return self._hand_out(max_records, take)
+
+    def take_columns(self, max_records: int, include_headers: bool) -> List[Any]:
+        """Arrow record batches, one per partition that had rows."""
+        def take(cf, n):
+            rb = cf.take_columns(n, include_headers)
+            if not rb.num_rows:
+                return None, 0, 0, None
+            return rb, rb.num_rows, rb.column("offset")[-1].as_py(), None
+        return self._hand_out(max_records, take)
 
 
 def _has_data(conn) -> bool:
