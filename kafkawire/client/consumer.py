@@ -341,7 +341,7 @@ class Consumer:
         c = self._coord
         if c is None or not self._subscribed:
             return True
-        return c.state == "stable" and not c.rejoin_needed and not c.lost
+        return c.session_alive() and c.state == "stable" and not c.rejoin_needed and not c.lost
 
     # ---------------------------------------------------------- positions
     def _update_positions(self, deadline: float) -> None:

@@ -32,6 +32,7 @@ from kafkawire.client.group_metadata import (Assignment, Subscription, TopicPart
                                              decode_assignment, decode_subscription,
                                              encode_assignment, encode_subscription)
 from kafkawire.client.results import OffsetAndMetadata
+from kafkawire.errors import ProtocolError
 from kafkawire.protocol.error_codes import BrokerResponseError, make_error
 
 __all__ = ["GroupCoordinator"]
@@ -141,7 +142,7 @@ class GroupCoordinator:
                 self.client._drop(conn)
                 self.coordinator_unknown("connection closed")
             raise
-        except RequestTimeoutError:
+        except (RequestTimeoutError, ProtocolError):
             with self._lock:
                 self.client._drop(conn)
                 self.coordinator_unknown("no answer")
@@ -181,7 +182,7 @@ class GroupCoordinator:
                 elif not exc.retriable:
                     raise
                 log.debug("group %s: join retry after %s", self.group_id, exc.name)
-            except (KafkaConnectionError, RequestTimeoutError) as exc:
+            except (KafkaConnectionError, RequestTimeoutError, ProtocolError) as exc:
                 log.debug("group %s: join retry after %s", self.group_id, exc)
             else:
                 if result is not None:
@@ -232,6 +233,7 @@ class GroupCoordinator:
                                   group_instance_id=self.group_instance_id,
                                   protocol_type="consumer", protocol_name=self.protocol,
                                   assignments=assignments)
+        sent = time.monotonic()
         sresp = self._call(sync, deadline, wait=self.max_poll_interval + self.request_timeout)
         if sresp.error_code:
             raise make_error(sresp.error_code, api="SyncGroup", group=self.group_id)
@@ -240,7 +242,7 @@ class GroupCoordinator:
             self.state = "stable"
             self.rejoin_needed = False
             self.lost = False
-            self.last_heartbeat_ok = time.monotonic()
+            self.last_heartbeat_ok = sent
         return sorted(assignment.partitions)
 
     def _lead(self, resp, partitions_for) -> List[dict]:
@@ -289,13 +291,7 @@ class GroupCoordinator:
             with self._lock:
                 self.lost = True
             return
-        if now - self.last_heartbeat_ok > self.session_timeout:
-            log.warning("group %s: no heartbeat got through for a whole session timeout; "
-                        "treating the assignment as lost", self.group_id)
-            with self._lock:
-                self.lost = True
-                self.rejoin_needed = True
-                self.state = "unjoined"
+        if not self.session_alive():
             return
         if now < self._next_beat:
             return
@@ -306,20 +302,42 @@ class GroupCoordinator:
                                  member_id=member, group_instance_id=self.group_instance_id)
         try:
             resp = self._call(req, now + self.request_timeout)
-        except (KafkaConnectionError, RequestTimeoutError, BrokerResponseError) as exc:
+        except (KafkaConnectionError, RequestTimeoutError, BrokerResponseError,
+                ProtocolError) as exc:
             self._next_beat = now + self.retry_backoff
             log.debug("group %s: heartbeat not sent: %s", self.group_id, exc)
             return
-        self._on_heartbeat(resp.error_code, generation)
+        self._on_heartbeat(resp.error_code, generation, now)
 
-    def _on_heartbeat(self, code: int, generation: int) -> None:
+    def session_alive(self) -> bool:
+        """False (and the assignment marked lost) once a whole session passed without a
+        heartbeat getting through: the coordinator may have expelled this member already.
+
+        Time counts from when the last successful heartbeat was *sent*, which is no later
+        than when the coordinator saw it, so this member gives up no later than the
+        coordinator does.
+        """
+        if self.state != "stable":
+            return True
+        if time.monotonic() - self.last_heartbeat_ok <= self.session_timeout:
+            return True
+        with self._lock:
+            if self.state == "stable":
+                log.warning("group %s: no heartbeat got through for a whole session timeout; "
+                            "treating the assignment as lost", self.group_id)
+                self.lost = True
+                self.rejoin_needed = True
+                self.state = "unjoined"
+        return False
+
+    def _on_heartbeat(self, code: int, generation: int, sent: float) -> None:
         with self._lock:
             if generation != self.generation:
                 return  # an answer about a generation we already left behind
             if code == 0:
-                self.last_heartbeat_ok = time.monotonic()
+                self.last_heartbeat_ok = max(self.last_heartbeat_ok, sent)
             elif code == _REBALANCE_IN_PROGRESS:
-                self.last_heartbeat_ok = time.monotonic()
+                self.last_heartbeat_ok = max(self.last_heartbeat_ok, sent)
                 if self.state == "stable":
                     log.info("group %s: rebalance started; rejoining on the next poll",
                              self.group_id)
