@@ -339,3 +339,31 @@ def test_record_with_a_deleted_field_raises_not_crashes():
         repr(r)
     r.__init__(5, key=b"x")
     assert (r.offset, r.key) == (5, b"x")
+
+
+def test_decode_records_v2_as_builds_the_given_tuple_class():
+    """The consumer's record path: the same fields as decode_records_v2, framed by constants."""
+    import collections
+
+    from kafkawire.records.builder import BatchBuilder
+    import kafkawire
+
+    Rec = collections.namedtuple("Rec", "topic partition offset timestamp timestamp_type key "
+                                        "value headers epoch")
+    b = BatchBuilder(base_offset=7)
+    for i in range(5):
+        b.append(None if i == 2 else b"v%d" % i, b"k" if i % 2 else None, 1000 + i,
+                 [("h", b"x")] if i == 3 else None)
+    batch = next(iter(kafkawire.iter_batches(b.build())))
+    plain = batch.records()
+    built = K.decode_records_v2_as(Rec, ("t", 3), (9,), *batch._args())
+    assert [type(r) for r in built] == [Rec] * 5
+    assert [tuple(r) for r in built] == [
+        ("t", 3, r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers), 9)
+        for r in plain]
+    with pytest.raises(TypeError, match="tuple subclass"):
+        K.decode_records_v2_as(list, (), (), *batch._args())
+    args = list(batch._args())
+    args[3] += 1   # one record more than the region holds
+    with pytest.raises(CorruptRecordError):
+        K.decode_records_v2_as(Rec, ("t", 3), (9,), *args)

@@ -26,8 +26,8 @@ from kafkawire._fast.cpython_tricks cimport tricks_enabled, kw_store_int, kw_sto
 import zlib
 from kafkawire.errors import CorruptRecordError
 
-__all__ = ["Record", "decode_records_v2", "iter_records_v2", "decode_legacy_messages", "encode_records_v2",
-           "encode_records_v2_columns"]
+__all__ = ["Record", "decode_records_v2", "decode_records_v2_as", "iter_records_v2",
+           "decode_legacy_messages", "encode_records_v2", "encode_records_v2_columns"]
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
@@ -691,6 +691,59 @@ def decode_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
         r = it._next()
         Py_INCREF(r)
         PyList_SET_ITEM(out, i, r)
+    it._finish()
+    return out
+
+
+cdef extern from "Python.h":
+    object PyType_GenericAlloc(type t, Py_ssize_t n)
+
+
+def decode_records_v2_as(type cls, tuple prefix, tuple suffix, buf, Py_ssize_t start,
+                         Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                         int64_t base_timestamp, int64_t max_timestamp, int timestamp_type,
+                         on_error=None):
+    """``decode_records_v2``, each record built as the tuple subclass ``cls`` holding
+    ``prefix + (offset, timestamp, timestamp_type, key, value, headers) + suffix``."""
+    cdef RecordIterator it
+    cdef Py_ssize_t i, j, np_ = len(prefix), ns = len(suffix), n
+    cdef list out
+    cdef Record r
+    cdef object t, item
+    if not issubclass(cls, tuple) or cls.__itemsize__ != tuple.__itemsize__ or \
+            cls.__basicsize__ != tuple.__basicsize__ or cls.__dictoffset__ != 0:
+        raise TypeError("cls must be a tuple subclass without instance attributes (a namedtuple class)")
+    n = np_ + 6 + ns
+    it = RecordIterator.__new__(RecordIterator)
+    it._open(buf, start, end, count, base_offset, base_timestamp, max_timestamp,
+             timestamp_type, on_error)
+    out = PyList_New(count)
+    for i in range(count):
+        it.remaining -= 1
+        r = it._next()
+        t = PyType_GenericAlloc(cls, n)
+        for j in range(np_):
+            item = prefix[j]
+            Py_INCREF(item)
+            PyTuple_SET_ITEM(t, j, item)
+        Py_INCREF(r.offset)
+        PyTuple_SET_ITEM(t, np_, r.offset)
+        Py_INCREF(r.timestamp)
+        PyTuple_SET_ITEM(t, np_ + 1, r.timestamp)
+        Py_INCREF(r.timestamp_type)
+        PyTuple_SET_ITEM(t, np_ + 2, r.timestamp_type)
+        Py_INCREF(r.key)
+        PyTuple_SET_ITEM(t, np_ + 3, r.key)
+        Py_INCREF(r.value)
+        PyTuple_SET_ITEM(t, np_ + 4, r.value)
+        Py_INCREF(r.headers)
+        PyTuple_SET_ITEM(t, np_ + 5, r.headers)
+        for j in range(ns):
+            item = suffix[j]
+            Py_INCREF(item)
+            PyTuple_SET_ITEM(t, np_ + 6 + j, item)
+        Py_INCREF(t)
+        PyList_SET_ITEM(out, i, t)
     it._finish()
     return out
 

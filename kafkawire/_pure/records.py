@@ -62,8 +62,8 @@ from itertools import chain
 from kafkawire.errors import CorruptRecordError
 from kafkawire._pure.wire import flat
 
-__all__ = ["Record", "decode_records_v2", "iter_records_v2", "decode_legacy_messages", "encode_records_v2",
-           "encode_records_v2_columns"]
+__all__ = ["Record", "decode_records_v2", "decode_records_v2_as", "iter_records_v2",
+           "decode_legacy_messages", "encode_records_v2", "encode_records_v2_columns"]
 
 _TS_NAMES = ("CreateTime", "LogAppendTime")
 
@@ -171,6 +171,22 @@ def decode_records_v2(buf, start, end, count, base_offset, base_timestamp, max_t
             raise err
         raise on_error(err) from None
     return out
+
+
+def decode_records_v2_as(cls, prefix, suffix, buf, start, end, count, base_offset,
+                         base_timestamp, max_timestamp, timestamp_type, on_error=None):
+    """``decode_records_v2``, each record built as the tuple subclass ``cls`` holding
+    ``prefix + (offset, timestamp, timestamp_type, key, value, headers) + suffix``."""
+    if not isinstance(cls, type) or not issubclass(cls, tuple) or \
+            cls.__itemsize__ != tuple.__itemsize__ or cls.__basicsize__ != tuple.__basicsize__ \
+            or cls.__dictoffset__ != 0:
+        raise TypeError("cls must be a tuple subclass without instance attributes (a namedtuple class)")
+    prefix, suffix = tuple(prefix), tuple(suffix)
+    new = tuple.__new__
+    return [new(cls, prefix + (r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
+                               r.headers) + suffix)
+            for r in decode_records_v2(buf, start, end, count, base_offset, base_timestamp,
+                                       max_timestamp, timestamp_type, on_error)]
 
 
 def iter_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp,

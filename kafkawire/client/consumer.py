@@ -495,6 +495,7 @@ class Consumer:
                     return [] if columns is None else []
             self._refresh_metadata()
             self._update_positions(max(deadline, time.monotonic() + 1.0))
+            self._fetcher.wait(0)
             if self._membership_ok():
                 got = self._take(limit, columns)
                 if got:

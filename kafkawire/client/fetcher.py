@@ -19,9 +19,10 @@ import collections
 import logging
 import select
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import kafkawire
+from kafkawire import _kernels as K
 from kafkawire import protocol as P
 from kafkawire.client import _api as A
 from kafkawire.client.cluster import STALE_METADATA_CODES
@@ -55,11 +56,12 @@ _new = tuple.__new__
 class PartitionState:
     """What the consumer knows about one partition it owns."""
 
-    __slots__ = ("position", "leader_epoch", "paused", "reset", "high_watermark",
+    __slots__ = ("position", "fetch_offset", "leader_epoch", "paused", "reset", "high_watermark",
                  "last_stable_offset", "log_start_offset")
 
     def __init__(self) -> None:
         self.position: Optional[int] = None   # next offset to hand out
+        self.fetch_offset: Optional[int] = None  # next offset to fetch (None: the position)
         self.leader_epoch = -1                # epoch of the last record handed out
         self.paused = False
         self.reset: Optional[str] = None      # pending seek_to_beginning/end: "earliest"/"latest"
@@ -72,7 +74,8 @@ class CompletedFetch:
     """One partition's answer, waiting to be handed out from ``fetch_offset``."""
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "_batches", "_pending", "_done",
-                 "next_offset", "_aborted_pids", "_epoch", "_read_committed", "_arrow")
+                 "next_offset", "_aborted_pids", "_epoch", "_read_committed", "_arrow",
+                 "batches")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data, aborted, read_committed):
         self.tp = tp
@@ -80,10 +83,15 @@ class CompletedFetch:
         self.data = data
         self.aborted = sorted(aborted, key=lambda a: a[1])   # (producer id, first offset)
         self._read_committed = read_committed
-        self._batches: Optional[Iterator] = None
+        # Whole batches only (a trailing partial one is fetched again next time); scanning
+        # reads just the batch headers.
+        self.batches = list(kafkawire.iter_batches(data))
+        self._batches: Iterator = iter(self.batches)
         self._pending: List[ConsumerRecord] = []
         self._done = False
-        self.next_offset = fetch_offset     # one past the last offset consumed (incl. control)
+        # one past the last offset of the answer (control batches included)
+        self.next_offset = max(fetch_offset, self.batches[-1].last_offset + 1) \
+            if self.batches else fetch_offset
         self._aborted_pids: set = set()
         self._epoch = -1
         self._arrow = None
@@ -104,25 +112,27 @@ class CompletedFetch:
         return self._done and not self._pending
 
     def _next_batch(self) -> List[ConsumerRecord]:
-        if self._batches is None:
-            self._batches = iter(kafkawire.iter_batches(self.data))
         for b in self._batches:
-            last = b.last_offset
-            if last < self.fetch_offset:
+            if b.last_offset < self.fetch_offset:
                 continue
-            self.next_offset = last + 1
             if self._read_committed and self._skip(b):
                 continue
             if getattr(b, "is_control", False):
                 continue
-            topic, part = self.tp
-            epoch = getattr(b, "partition_leader_epoch", -1)
             start = self.fetch_offset
-            recs = b.records()
-            if recs and recs[0].offset < start:
-                recs = [r for r in recs if r.offset >= start]
+            args = getattr(b, "_args", None)
+            if args is not None:
+                # v2 batch: the kernel builds the ConsumerRecords directly
+                recs = K.decode_records_v2_as(ConsumerRecord, (self.tp[0], self.tp[1]),
+                                              (b.partition_leader_epoch,),
+                                              *args())
+                if recs and recs[0][2] < start:
+                    recs = [r for r in recs if r[2] >= start]
+                return recs
+            topic, part = self.tp
             return [_new(ConsumerRecord, (topic, part, r.offset, r.timestamp, r.timestamp_type,
-                                          r.key, r.value, r.headers, epoch)) for r in recs]
+                                          r.key, r.value, r.headers, -1))
+                    for r in b.records() if r.offset >= start]
         self._done = True
         return []
 
@@ -151,8 +161,6 @@ class CompletedFetch:
                 mask = self._committed_mask(chunk)
                 if mask is not None:
                     chunk = chunk.filter(mask)
-            if chunk.next_offset is not None:
-                self.next_offset = max(self.next_offset, chunk.next_offset)
             rb = chunk.to_arrow(include_headers=include_headers, topic=self.tp[0],
                                 partition=self.tp[1])
             self._arrow = [rb, 0]
@@ -196,8 +204,10 @@ class Fetcher:
         self.isolation_level = isolation_level
         self.rack = client_rack or ""
         self.in_flight: Dict[int, Tuple[Any, Any, Dict[TopicPartition, int], Dict]] = {}
-        self.completed: "collections.OrderedDict[TopicPartition, CompletedFetch]" = \
+        # answers waiting to be handed out, oldest first, at most ``max_buffered`` per partition
+        self.completed: "collections.OrderedDict[TopicPartition, Deque[CompletedFetch]]" = \
             collections.OrderedDict()
+        self.max_buffered = 2
         self.errors: List[BaseException] = []
         self.needs_metadata = False
         self.needs_reset: List[TopicPartition] = []
@@ -208,7 +218,8 @@ class Fetcher:
         out: Dict[int, List[TopicPartition]] = {}
         cluster = self.client.cluster
         for tp, st in self.states.items():
-            if st.paused or st.position is None or st.reset or tp in self.completed or tp in busy:
+            if st.paused or st.position is None or st.reset or tp in busy or \
+                    len(self.completed.get(tp, ())) >= self.max_buffered:
                 continue
             leader = cluster.leader(tp[0], tp[1])
             if leader is None:
@@ -232,7 +243,7 @@ class Fetcher:
                 self.client.cluster.mark_stale()
                 self.needs_metadata = True
                 continue
-            offsets = {tp: self.states[tp].position for tp in tps}
+            offsets = {tp: _next_fetch(self.states[tp]) for tp in tps}
             self.in_flight[node] = (pending, conn, offsets, ids)
 
     def _request(self, tps: Sequence[TopicPartition], version: int):
@@ -241,7 +252,7 @@ class Fetcher:
             st = self.states[tp]
             info = self.client.cluster.topics[tp[0]].partitions.get(tp[1])
             by_topic.setdefault(tp[0], []).append({
-                "partition": tp[1], "fetch_offset": st.position,
+                "partition": tp[1], "fetch_offset": _next_fetch(st),
                 "partition_max_bytes": self.partition_max_bytes,
                 "current_leader_epoch": info.leader_epoch if info is not None else -1})
         topics = []
@@ -266,26 +277,26 @@ class Fetcher:
 
     # -------------------------------------------------------------- receiving
     def wait(self, timeout: float) -> None:
-        """Read the answers that arrive within ``timeout`` seconds (returns at the first)."""
+        """Read the answers that arrived, waiting up to ``timeout`` seconds for the first."""
         if not self.in_flight:
             if timeout > 0:
                 time.sleep(min(timeout, 0.05))
             return
         ready = [n for n, (p, c, _, _) in self.in_flight.items() if p.done() or _has_data(c)]
-        if not ready and timeout > 0:
+        if not ready:
             socks = {}
             for n, (p, c, _, _) in self.in_flight.items():
-                s = getattr(c, "_sock", None)
-                if s is None:
+                sock = getattr(c, "_sock", None)
+                if sock is None:
                     ready.append(n)
                 else:
-                    socks[s] = n
+                    socks[sock] = n
             if socks and not ready:
                 try:
-                    r, _, _ = select.select(list(socks), [], [], timeout)
+                    r, _, _ = select.select(list(socks), [], [], max(timeout, 0))
                 except (OSError, ValueError):
                     r = list(socks)
-                ready = [socks[s] for s in r]
+                ready = [socks[sock] for sock in r]
         for node in ready:
             self._complete(node)
 
@@ -312,7 +323,7 @@ class Fetcher:
                 tp = TopicPartition(topic, p.partition_index)
                 asked = offsets.get(tp)
                 st = self.states.get(tp)
-                if asked is None or st is None or st.position != asked:
+                if asked is None or st is None or _next_fetch(st) != asked:
                     continue   # unassigned or moved by seek() while the fetch was out
                 self._partition(tp, st, asked, p)
 
@@ -326,8 +337,10 @@ class Fetcher:
             if data is not None and len(data):
                 aborted = [(a.producer_id, a.first_offset)
                            for a in (getattr(p, "aborted_transactions", None) or ())]
-                self.completed[tp] = CompletedFetch(tp, asked, data, aborted,
-                                                    self.isolation_level == 1)
+                cf = CompletedFetch(tp, asked, data, aborted, self.isolation_level == 1)
+                if cf.batches:
+                    self.completed.setdefault(tp, collections.deque()).append(cf)
+                    st.fetch_offset = cf.next_offset
             return
         err = make_error(code, api="Fetch", topic=tp[0], partition=tp[1])
         if code == _OFFSET_OUT_OF_RANGE:
@@ -344,6 +357,9 @@ class Fetcher:
         """Forget buffered and in-flight data of ``tps`` (revoked, sought, or lost)."""
         for tp in tps:
             self.completed.pop(tp, None)
+            st = self.states.get(tp)
+            if st is not None:
+                st.fetch_offset = None
 
     def _hand_out(self, max_records: int, take) -> list:
         """Up to ``max_records`` rows, partition by partition; ``take(cf, n)`` returns
@@ -351,28 +367,33 @@ class Fetcher:
         out = []
         left = max_records
         for tp in list(self.completed):
-            if left <= 0:
-                break
             st = self.states.get(tp)
             if st is None:
                 del self.completed[tp]
                 continue
             if st.paused:
                 continue
-            cf = self.completed[tp]
-            item, rows, last, epoch = take(cf, left)
-            if rows:
-                out.append(item)
-                left -= rows
-                st.position = last + 1
-                if epoch is not None:
-                    st.leader_epoch = epoch
-            if cf.exhausted:
-                del self.completed[tp]
+            queue = self.completed[tp]
+            while queue and left > 0:
+                cf = queue[0]
+                item, rows, last, epoch = take(cf, left)
+                if rows:
+                    out.append(item)
+                    left -= rows
+                    st.position = last + 1
+                    if epoch is not None:
+                        st.leader_epoch = epoch
+                if not cf.exhausted:
+                    break
+                queue.popleft()
                 if cf.next_offset > st.position:
                     st.position = cf.next_offset
-            else:
+            if queue:
                 self.completed.move_to_end(tp)
+            else:
+                del self.completed[tp]
+            if left <= 0:
+                break
         return out
 
     def take_records(self, max_records: int) -> List[List[ConsumerRecord]]:
@@ -392,6 +413,10 @@ class Fetcher:
                 return None, 0, 0, None
             return rb, rb.num_rows, rb.column("offset")[-1].as_py(), None
         return self._hand_out(max_records, take)
+
+
+def _next_fetch(st: PartitionState) -> Optional[int]:
+    return st.position if st.fetch_offset is None else st.fetch_offset
 
 
 def _has_data(conn) -> bool:
