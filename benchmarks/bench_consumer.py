@@ -1,0 +1,126 @@
+"""Records delivered per second: ``kafkawire.Consumer`` vs confluent-kafka, same mock cluster, same run.
+
+The peer is librdkafka's mock cluster (3 brokers on loopback, started through
+confluent-kafka's ``test.mock.num.brokers``).  One topic of four partitions is
+filled with ``--records`` records (100-byte values, 16-byte keys) and then
+read from the beginning, by:
+
+* confluent-kafka: ``Consumer.assign`` + ``consume(num_messages=N)`` until every
+  record was seen, touching each message's value (the peer's fastest Python path);
+* kafkawire ``Consumer.poll(max_records=N)``: record objects, each value touched;
+* kafkawire ``Consumer.poll_arrow(max_records=N)``: one ``pyarrow.RecordBatch`` per
+  poll, rows counted (no Python object per record).
+
+Every reader is a fresh consumer (nothing cached); each runs ``--repeat`` times,
+interleaved, and the best time counts.  The ratios printed are kafkawire's
+records per second over confluent-kafka's.  Run:
+``python benchmarks/bench_consumer.py [--records 150000] [--batch 10000] [--repeat 3]
+[--codec none]``.  The mock keeps about 5 MB per partition, so keep
+``--records`` under about 150 000.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import confluent_kafka as ck  # noqa: E402
+
+import kafkawire  # noqa: E402
+from kafkawire import _kernels  # noqa: E402
+
+PARTITIONS = 4
+
+
+def fill(bootstrap: str, topic: str, n: int, codec: str) -> None:
+    per = n // PARTITIONS
+    with kafkawire.Client(bootstrap, allow_auto_create_topics=True) as c:
+        c.metadata([topic])
+        for p in range(PARTITIONS):
+            for start in range(0, per, 5000):
+                recs = [(b"key-%012d" % i, (b"value-%010d-" % i).ljust(100, b"x"))
+                        for i in range(p * per + start, p * per + min(per, start + 5000))]
+                c.produce(topic, recs, partition=p, compression=codec, acks=1)
+
+
+def read_confluent(bootstrap: str, topic: str, n: int, batch: int) -> float:
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench",
+                     "enable.auto.commit": False, "log_level": 0})
+    c.assign([ck.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    t0 = time.perf_counter()
+    seen = 0
+    while seen < n:
+        for m in c.consume(num_messages=batch, timeout=1.0):
+            if m.error() is None:
+                len(m.value())
+                seen += 1
+    dt = time.perf_counter() - t0
+    c.close()
+    return dt
+
+
+def _kw_consumer(bootstrap: str, topic: str, batch: int):
+    c = kafkawire.Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=batch)
+    c.assign([(topic, p) for p in range(PARTITIONS)])
+    return c
+
+
+def read_kafkawire(bootstrap: str, topic: str, n: int, batch: int) -> float:
+    c = _kw_consumer(bootstrap, topic, batch)
+    t0 = time.perf_counter()
+    seen = 0
+    while seen < n:
+        for r in c.poll(1000):
+            len(r.value)
+            seen += 1
+    dt = time.perf_counter() - t0
+    c.close()
+    return dt
+
+
+def read_arrow(bootstrap: str, topic: str, n: int, batch: int) -> float:
+    c = _kw_consumer(bootstrap, topic, batch)
+    t0 = time.perf_counter()
+    seen = 0
+    while seen < n:
+        seen += c.poll_arrow(1000, max_records=batch).num_rows
+    dt = time.perf_counter() - t0
+    c.close()
+    return dt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=150_000)
+    ap.add_argument("--batch", type=int, default=10_000, help="records per poll/consume call")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--codec", default="none")
+    args = ap.parse_args()
+    n = args.records - args.records % PARTITIONS
+    owner = ck.Producer({"test.mock.num.brokers": 3, "log_level": 0})
+    bootstrap = ",".join(f"{b.host}:{b.port}" for b in owner.list_topics(timeout=10)
+                         .brokers.values())
+    topic = f"bench-consume-{int(time.time())}"
+    fill(bootstrap, topic, n, args.codec)
+    best = {"confluent": float("inf"), "kafkawire": float("inf"), "arrow": float("inf")}
+    readers = {"confluent": read_confluent, "kafkawire": read_kafkawire, "arrow": read_arrow}
+    for _ in range(args.repeat):
+        for name, fn in readers.items():
+            best[name] = min(best[name], fn(bootstrap, topic, n, args.batch))
+    rate = {k: n / v for k, v in best.items()}
+    print(f"kafkawire {kafkawire.__version__} ({_kernels.backend} kernels), confluent-kafka "
+          f"{ck.version()[0]} (librdkafka {ck.libversion()[0]}); {n} records of 100 B, "
+          f"codec {args.codec}, {args.batch} per call, best of {args.repeat}")
+    print(f"  confluent-kafka consume():     {rate['confluent']:12,.0f} records/s")
+    print(f"  kafkawire poll():              {rate['kafkawire']:12,.0f} records/s  "
+          f"x{rate['kafkawire'] / rate['confluent']:.2f}")
+    print(f"  kafkawire poll_arrow():        {rate['arrow']:12,.0f} rows/s     "
+          f"x{rate['arrow'] / rate['confluent']:.2f}")
+    owner.flush(1)
+
+
+if __name__ == "__main__":
+    main()
