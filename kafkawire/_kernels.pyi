@@ -30,6 +30,7 @@ from kafkawire._fast.records import (
     Record as Record,
     decode_legacy_messages as decode_legacy_messages,
     decode_records_v2 as decode_records_v2,
+    decode_records_v2_as as decode_records_v2_as,
     encode_records_v2 as encode_records_v2,
     encode_records_v2_columns as encode_records_v2_columns,
     iter_records_v2 as iter_records_v2,

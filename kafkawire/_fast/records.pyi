@@ -22,6 +22,10 @@ class Record:
 def decode_records_v2(buf: Buffer, start: int, end: int, count: int, base_offset: int,
                       base_timestamp: int, max_timestamp: int, timestamp_type: int,
                       on_error: OnError = None) -> List[Record]: ...
+def decode_records_v2_as(cls: type, prefix: Tuple[Any, ...], suffix: Tuple[Any, ...],
+                         buf: Buffer, start: int, end: int, count: int, base_offset: int,
+                         base_timestamp: int, max_timestamp: int, timestamp_type: int,
+                         on_error: OnError = None) -> List[Any]: ...
 def iter_records_v2(buf: Buffer, start: int, end: int, count: int, base_offset: int,
                     base_timestamp: int, max_timestamp: int, timestamp_type: int,
                     on_error: OnError = None) -> Iterator[Record]: ...
