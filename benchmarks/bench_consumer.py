@@ -62,17 +62,15 @@ def read_confluent(bootstrap: str, topic: str, n: int, batch: int) -> float:
     return dt
 
 
-def _kw_consumer(bootstrap: str, topic: str, batch: int):
+def read_kafkawire(bootstrap: str, topic: str, n: int, batch: int, arrow: bool = False) -> float:
     c = kafkawire.Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=batch)
     c.assign([(topic, p) for p in range(PARTITIONS)])
-    return c
-
-
-def read_kafkawire(bootstrap: str, topic: str, n: int, batch: int) -> float:
-    c = _kw_consumer(bootstrap, topic, batch)
     t0 = time.perf_counter()
     seen = 0
     while seen < n:
+        if arrow:
+            seen += c.poll_arrow(1000, max_records=batch).num_rows
+            continue
         for r in c.poll(1000):
             len(r.value)
             seen += 1
@@ -82,14 +80,7 @@ def read_kafkawire(bootstrap: str, topic: str, n: int, batch: int) -> float:
 
 
 def read_arrow(bootstrap: str, topic: str, n: int, batch: int) -> float:
-    c = _kw_consumer(bootstrap, topic, batch)
-    t0 = time.perf_counter()
-    seen = 0
-    while seen < n:
-        seen += c.poll_arrow(1000, max_records=batch).num_rows
-    dt = time.perf_counter() - t0
-    c.close()
-    return dt
+    return read_kafkawire(bootstrap, topic, n, batch, arrow=True)
 
 
 def main() -> None:
