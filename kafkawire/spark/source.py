@@ -48,6 +48,15 @@ class KafkaWireDataSource(DataSource):
         from kafkawire.spark.reader import make_reader
         return make_reader(parse_options(self.options))
 
+    def writer(self, schema, overwrite: bool):
+        from kafkawire.spark.sink import KafkaWireWriter, check_schema, parse_write_options
+        try:
+            wo = parse_write_options(self.options)
+            check_schema(schema, wo)
+        except KafkaWireError as exc:
+            raise exc.with_traceback(None) from None
+        return KafkaWireWriter(wo, overwrite)
+
     def streamReader(self, schema):  # noqa: N802 (Spark's name)
         from kafkawire.spark.stream import KafkaWireStreamReader
         return KafkaWireStreamReader(parse_options(self.options, streaming=True))
