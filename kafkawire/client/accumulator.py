@@ -78,7 +78,7 @@ class ProducerBatch:
         self.blob: Optional[bytes] = None      # a pre-encoded records region (send_batch)
         self.first_ts = -1
         self.max_ts = -1
-        self.batch_future = None               # send_batch: one future for the whole batch
+        self.batch_future: Optional[Tuple[Any, int]] = None  # send_batch: (future, index)
         self.sent_at = 0.0
         self.epoch = -1
         self.order = next(_ORDER)              # creation order: retries go back in this order

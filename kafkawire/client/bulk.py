@@ -156,7 +156,7 @@ def arrow_chunks(data: Any, num_partitions: int, batch_size: int, now_ms: int,
                 first, top = int(ts[a]), int(ts[a:b].max())
             else:
                 first = top = now_ms
-            blob = encode(a, b, ts, first, kcol, vcol)
+            blob = encode(a, b, ts, first, kcol, vcol)  # type: ignore[arg-type]
             out.append((p if p is not None else keyless_partition(), blob, None, b - a, first,
                         top, len(blob)))
     return out

@@ -185,7 +185,7 @@ class Producer:
         """
         if self._closed:
             raise ProducerClosedError("send() after close(); create a new Producer")
-        if self._transactional and not self._sender.txn.in_transaction:
+        if self._transactional and not self._sender.txn.in_transaction:  # type: ignore[union-attr]
             raise TransactionStateError("a transactional producer sends inside a transaction: "
                                         "call begin_transaction() first")
         if self._serialize:
@@ -417,7 +417,7 @@ class Producer:
         from kafkawire.client.futures import BatchFuture
         if self._closed:
             raise ProducerClosedError("send_batch() after close(); create a new Producer")
-        if self._transactional and not self._sender.txn.in_transaction:
+        if self._transactional and not self._sender.txn.in_transaction:  # type: ignore[union-attr]
             raise TransactionStateError("a transactional producer sends inside a transaction: "
                                         "call begin_transaction() first")
         info = self._topics.get(topic)

@@ -103,9 +103,8 @@ class Sender(threading.Thread):
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._woken = False
-        self.tick = None  # a hook tests use to run code inside the loop
         self.tasks: collections.deque = collections.deque()  # (callable, Future) to run here
-        self.txn = None
+        self.txn: Optional[Any] = None  # a TransactionManager with a transactional_id
         if self.transactional_id is not None:
             from kafkawire.client.transaction import TransactionManager
             self.txn = TransactionManager(self, self.transactional_id,
@@ -171,8 +170,6 @@ class Sender(threading.Thread):
             with self.acc.lock:
                 if self.acc.empty():
                     return False
-        if self.tick is not None:
-            self.tick(self)
         now = time.monotonic()
         self._refresh_metadata(now)
         if self.fatal is None and (self.idempotent and (self.producer_id < 0 or self.bump_epoch)) \
@@ -329,6 +326,7 @@ class Sender(threading.Thread):
 
     def _add_partitions(self, tps: List[Tuple[str, int]]) -> None:
         """AddPartitionsToTxn before a partition's first batch of the transaction."""
+        assert self.txn is not None
         try:
             self.txn.add_partitions(tps)
         except BrokerResponseError as exc:
@@ -602,7 +600,7 @@ class Sender(threading.Thread):
     def _abandon(self, error: BaseException, queued_only: bool = False) -> None:
         """Fail every queued (and, unless ``queued_only``, in-flight) batch with ``error``."""
         with self.acc.lock:
-            batches = []
+            batches: List[ProducerBatch] = []
             for parts in self.acc.queues.values():
                 for q in parts.values():
                     batches.extend(q)

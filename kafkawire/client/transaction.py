@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from kafkawire import protocol as P
 from kafkawire.client.exceptions import (KafkaConnectionError, RequestTimeoutError,
@@ -160,7 +160,7 @@ def _first_error(resp: Any) -> int:
     code = getattr(resp, "error_code", 0) or 0
     if code:
         return code
-    groups = []
+    groups: List[Any] = []
     for attr in ("results_by_topic_v3_and_below", "topics"):
         groups.extend(getattr(resp, attr, None) or ())
     for r in getattr(resp, "results_by_transaction", None) or ():
