@@ -471,3 +471,22 @@ def test_fenced_producer_is_fatal(fake, broker):
         p.send("t", b"x", partition=0)
         with pytest.raises(E.ProducerFencedError):
             p.commit_transaction(10)
+
+
+def test_vectorised_key_partitions_match_kafkas_murmur2():
+    import random
+
+    import numpy as np
+    pa = pytest.importorskip("pyarrow")
+    from kafkawire.client.bulk import key_partitions
+    rnd = random.Random(5)
+    keys = [bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 23))) if i % 9 else None
+            for i in range(3000)]
+    for typ in (pa.binary(), pa.large_binary()):
+        arr = pa.array(keys, typ)
+        for n in (1, 7, 12):
+            got = key_partitions(arr, n, np, pa).tolist()
+            assert got == [partition_for_key(k, n) if k is not None else -1 for k in keys]
+        sliced = arr.slice(1000, 500)
+        assert key_partitions(sliced, 5, np, pa).tolist() == \
+            [partition_for_key(k, 5) if k is not None else -1 for k in keys[1000:1500]]

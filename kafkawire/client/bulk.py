@@ -4,8 +4,9 @@ A ``pyarrow.Table`` or ``RecordBatch`` with ``value``, ``key``,
 ``timestamp`` and ``partition`` columns is partitioned and sized with numpy
 and encoded straight from its Arrow buffers by the
 ``encode_records_v2_columns`` kernel.  Keyed rows without a partition column
-are hashed one by one (murmur2 must match Kafka's), and a ``headers`` column
-takes the row-by-row path; a list of tuples/dicts always does.
+are hashed with a vectorised murmur2 (a custom partitioner is called per key),
+and a ``headers`` column takes the row-by-row path; a list of tuples/dicts
+always does.
 """
 from __future__ import annotations
 
@@ -75,9 +76,56 @@ def _cuts(sizes, start: int, stop: int, batch_size: int, np) -> Iterator[Tuple[i
         i = j
 
 
+def key_partitions(keys, num_partitions: int, np, pa):
+    """Kafka's default partition of every non-null key (-1 for nulls), vectorised.
+
+    murmur2 as Kafka's ``Utils.murmur2`` computes it, over the rows of each key
+    length at once (numpy's uint32 arithmetic wraps as Java's int does).
+    """
+    m = np.uint32(0x5BD1E995)
+    n = len(keys)
+    out = np.full(n, -1, dtype=np.int32)
+    lens = _lengths(keys, np, pa)
+    width = 8 if pa.types.is_large_binary(keys.type) else 4
+    offs = np.frombuffer(keys.buffers()[1], dtype=np.int32 if width == 4 else np.int64)
+    starts = offs[keys.offset:keys.offset + n].astype(np.int64)
+    data = np.frombuffer(keys.buffers()[2] or b"", dtype=np.uint8)
+    valid = np.asarray(keys.is_valid())
+    with np.errstate(over="ignore"):
+        for length in np.unique(lens[valid]):
+            rows = np.flatnonzero(valid & (lens == length))
+            length = int(length)
+            b = data[starts[rows, None] + np.arange(length)] if length else \
+                np.zeros((len(rows), 0), dtype=np.uint8)
+            h = np.full(len(rows), 0x9747B28C ^ length, dtype=np.uint32)
+            whole = length & ~3
+            for i in range(0, whole, 4):
+                k = (b[:, i].astype(np.uint32) | (b[:, i + 1].astype(np.uint32) << 8)
+                     | (b[:, i + 2].astype(np.uint32) << 16)
+                     | (b[:, i + 3].astype(np.uint32) << 24))
+                k = k * m
+                k ^= k >> np.uint32(24)
+                k = k * m
+                h = (h * m) ^ k
+            tail = length & 3
+            if tail:
+                if tail == 3:
+                    h ^= b[:, whole + 2].astype(np.uint32) << np.uint32(16)
+                if tail >= 2:
+                    h ^= b[:, whole + 1].astype(np.uint32) << np.uint32(8)
+                h ^= b[:, whole].astype(np.uint32)
+                h = h * m
+            h ^= h >> np.uint32(13)
+            h = h * m
+            h ^= h >> np.uint32(15)
+            out[rows] = ((h & np.uint32(0x7FFFFFFF)) % np.uint32(num_partitions)).astype(np.int32)
+    return out
+
+
 def arrow_chunks(data: Any, num_partitions: int, batch_size: int, now_ms: int,
                  partition: Optional[int], key_partition: Callable[[bytes], int],
-                 keyless_partition: Callable[[], int]) -> Optional[List[Chunk]]:
+                 keyless_partition: Callable[[], int],
+                 default_keys: bool = True) -> Optional[List[Chunk]]:
     """Encoded chunks of an Arrow table, or None when it has a headers column (rows path)."""
     import numpy as np
     import pyarrow as pa
@@ -119,9 +167,11 @@ def arrow_chunks(data: Any, num_partitions: int, batch_size: int, now_ms: int,
     elif partition is not None:
         parts = None
     elif keys is not None and keys.null_count < n:
-        parts = np.empty(n, dtype=np.int32)
-        for i, k in enumerate(keys.to_pylist()):  # Kafka's murmur2: one hash per key
-            parts[i] = key_partition(k) if k is not None else -1
+        if default_keys:
+            parts = key_partitions(keys, num_partitions, np, pa)
+        else:  # a custom partitioner: one call per key
+            parts = np.array([key_partition(k) if k is not None else -1
+                              for k in keys.to_pylist()], dtype=np.int32)
         if (parts < 0).any():
             parts[parts < 0] = keyless_partition()
     if parts is not None:
@@ -175,7 +225,7 @@ def row_chunks(records: Sequence[Any], num_partitions: int, batch_size: int, now
         if p is None:
             if key is not None:
                 p = key_partition(key)
-            else:
+            if p is None or p < 0:
                 if keyless is None:
                     keyless = keyless_partition()
                 p = keyless

@@ -406,8 +406,8 @@ class Producer:
         ``key``, ``timestamp``, ``partition``, ``headers``; all optional), or a
         list of values, ``(key, value)`` tuples, dicts or ``ProducerRecord``s.
         Arrow data is encoded straight from its buffers, without a Python
-        object per record (a ``headers`` column, and keys that must be hashed,
-        cost one per record).  Rows go where :meth:`send` would put them; the
+        object per record (keys are hashed vectorised; a ``headers`` column or a
+        custom partitioner costs one per record).  Rows go where :meth:`send` would put them; the
         results say where each batch landed (``base_offset``,
         ``record_count``).  If a batch fails, the future fails with its error
         (other batches may have been written).  The serializers are not
@@ -428,7 +428,10 @@ class Producer:
             raise ValueError(f"{topic} has partitions 0..{n - 1}, not {partition}")
         now = int(_time() * 1000)
         custom = self._custom_partitioner
-        if custom is not None:
+        if self._ignore_keys and custom is None:
+            def key_partition(k: bytes) -> int:
+                return -1  # treated as keyless
+        elif custom is not None:
             def key_partition(k: bytes) -> int:
                 return self._partition(topic, k, n, info, 0)
         elif self._round_robin:
@@ -446,7 +449,9 @@ class Producer:
         chunks = None
         if bulk.is_arrow(records):
             chunks = bulk.arrow_chunks(records, n, self._batch_size, now, partition,
-                                       key_partition, keyless)
+                                       key_partition, keyless,
+                                       default_keys=custom is None and not self._round_robin
+                                       and not self._ignore_keys)
             if chunks is None:  # a headers column: row by row
                 records = records.to_pylist()
         if chunks is None:
