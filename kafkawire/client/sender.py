@@ -210,7 +210,7 @@ class Sender(threading.Thread):
         try:
             self.client._refresh(sorted(topics | set(cluster.topics)))
             self._metadata_failures = 0
-            wanted_done = {t for t in self._metadata_wanted
+            wanted_done = {t for t in list(self._metadata_wanted)  # send() threads add to it
                            if (info := cluster.topics.get(t)) is not None and info.partitions}
             self._metadata_wanted -= wanted_done
         except KafkaWireError as exc:
