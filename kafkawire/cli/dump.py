@@ -174,7 +174,8 @@ class Dumper:
                 except BrokenPipeError:
                     raise
                 except (KafkaWireError, OSError) as e:
-                    err(f"kafkawire: {path}: {_describe(e)}")
+                    msg = _describe(e)
+                    err(f"kafkawire: {msg}" if path in msg else f"kafkawire: {path}: {msg}")
                     self.status = 1
                 try:
                     bar.advance(storage_for(path).size(path) - self._advanced)

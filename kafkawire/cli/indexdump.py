@@ -26,7 +26,7 @@ from kafkawire.errors import IndexCorruptError, KafkaWireError
 from kafkawire.log import files as F
 from kafkawire.log import index as IX
 from kafkawire.log.storage import MappedFile, map_file, storage_for
-from kafkawire.log.txnindex import TXN_ENTRY_SIZE, iter_txn_index
+from kafkawire.log.txnindex import TXN_ENTRY_SIZE, iter_txn_index, read_txn_index_file
 
 OFFSET_ENTRY = IX.OFFSET_ENTRY_SIZE
 TIME_ENTRY = IX.TIME_ENTRY_SIZE
@@ -250,9 +250,14 @@ def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
 
 
 def dump_txn_index(path: str, out: Printer) -> int:
-    """Print every aborted transaction of a ``.txnindex``; 1 if the file is damaged."""
-    data = storage_for(path).read(path)
+    """Print every aborted transaction of a ``.txnindex``; 1 if the file is damaged.
+
+    Only what a transaction index of its segment can hold is read; a larger
+    file is reported as damaged after those entries."""
+    data, size, limit = read_txn_index_file(path)
     try:
+        if size > limit and len(data) % TXN_ENTRY_SIZE:
+            data = data[:len(data) - len(data) % TXN_ENTRY_SIZE]
         for _pos, t in iter_txn_index(data):
             out.emit(f"version: {t.version} producerId: {t.producer_id} firstOffset: "
                      f"{t.first_offset} lastOffset: {t.last_offset} "
@@ -263,12 +268,16 @@ def dump_txn_index(path: str, out: Printer) -> int:
     except IndexCorruptError as e:
         err(f"kafkawire: {path}: {e}")
         return 1
+    if size > limit:
+        err(f"kafkawire: {path}: size {size} is more than the {limit} bytes of aborted "
+            "transactions its segment can hold; the rest was not read (the index is damaged)")
+        return 1
     return 0
 
 
 def read_snapshot(path: str) -> List[Dict[str, int]]:
     """Entries of a producer-state ``.snapshot`` (version 1, CRC-32C checked), as the JSON keys."""
-    data = storage_for(path).read(path)
+    data = F.read_snapshot_bytes(path)
     return [{"producerId": e.producer_id, "producerEpoch": e.producer_epoch,
              "lastSequence": e.last_sequence, "lastOffset": e.last_offset,
              "offsetDelta": e.offset_delta, "timestamp": e.timestamp,

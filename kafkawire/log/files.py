@@ -282,6 +282,23 @@ def parse_producer_snapshot(data, path: Optional[str] = None) -> List[ProducerSn
             for i in range(count)]
 
 
+#: The largest producer-state snapshot read (over five million producers).
+MAX_SNAPSHOT_BYTES = 256 << 20
+
+
+def read_snapshot_bytes(path: str) -> bytes:
+    """The bytes of a ``.snapshot`` file; IndexCorruptError when it is larger than
+    :data:`MAX_SNAPSHOT_BYTES` (never read whole) or not a regular file."""
+    try:
+        data, size = storage_for(path).read_bounded(path, MAX_SNAPSHOT_BYTES)
+    except LogError as exc:
+        raise IndexCorruptError(str(exc)) from None
+    if size > MAX_SNAPSHOT_BYTES:
+        raise IndexCorruptError(f"{path}: Snapshot is corrupt: {size} bytes, more than the "
+                                f"{MAX_SNAPSHOT_BYTES} bytes kafkawire reads")
+    return data
+
+
 def read_producer_snapshot(path: str) -> List[ProducerSnapshotEntry]:
     """Entries of the producer-state ``.snapshot`` file at ``path``."""
-    return parse_producer_snapshot(storage_for(path).read(path), path)
+    return parse_producer_snapshot(read_snapshot_bytes(path), path)

@@ -33,8 +33,8 @@ import numpy as np
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
-from kafkawire.errors import IndexCorruptError
-from kafkawire.log.files import offset_from_file_name
+from kafkawire.errors import IndexCorruptError, LogError, StorageError
+from kafkawire.log.files import offset_from_file_name, sibling_path
 from kafkawire.log.storage import storage_for
 
 OFFSET_ENTRY_SIZE = 8
@@ -43,6 +43,11 @@ TIME_ENTRY_SIZE = 12
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 DEFAULT_MAX_INDEX_BYTES = 10 * 1024 * 1024
 NO_TIMESTAMP = -1
+#: The largest index file Kafka can write: ``segment.index.bytes`` is an int.
+MAX_INDEX_FILE_BYTES = 0x7FFFFFFF
+#: The smallest a batch (a v0 message with its offset and length) can be: no segment holds
+#: more batches, so no index of it more entries, than its size over this (plus one).
+MIN_BATCH_BYTES = C.LOG_OVERHEAD + C.MIN_LENGTH
 _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")
 #: The entries as numpy sees them in the file (big-endian, no copy).
@@ -186,14 +191,34 @@ def _real_entries(buf, n: int, kind: str) -> Tuple[int, Optional[str]]:
     return real, None
 
 
-def _read(path: Optional[str], storage) -> Optional[bytes]:
-    """The index file's bytes, or None when there is none."""
+def index_read_limit(log_size: int, entry_size: int) -> int:
+    """Bytes of an index that can hold real entries for a ``log_size``-byte segment.
+
+    An index gets at most one entry per append (Kafka's ``index.interval.bytes`` rule;
+    a time index one more on roll), and no segment holds more batches than its size
+    over :data:`MIN_BATCH_BYTES`; what lies past this in a file is a zero-filled
+    preallocation (Kafka's ``segment.index.bytes``) or damage, and is never read.
+    """
+    return (max(log_size, 0) // MIN_BATCH_BYTES + 2) * entry_size
+
+
+def _read(path: Optional[str], storage, limit: int) -> Tuple[Optional[bytes], int, Optional[str]]:
+    """``(first limit bytes, file size, problem)`` of an index file; ``(None, 0, None)``
+    when there is none; the problem says why it cannot be an index at all."""
     if path is None:
-        return None
+        return None, 0, None
     try:
-        return (storage or storage_for(path)).read(path)
+        data, size = (storage or storage_for(path)).read_bounded(path, limit)
     except FileNotFoundError:
-        return None
+        return None, 0, None
+    except StorageError:
+        raise                      # a remote read that failed: not a verdict on the file
+    except (LogError, OSError) as exc:
+        return b"", 0, str(exc)
+    if size > MAX_INDEX_FILE_BYTES:
+        return b"", size, (f"index file size {size} is larger than any index Kafka writes "
+                           f"(segment.index.bytes is at most {MAX_INDEX_FILE_BYTES})")
+    return data, size, None
 
 
 def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
@@ -208,14 +233,14 @@ def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
     segment a moment before the broker appended (and indexed) more still
     gets a usable index for the prefix it sees.
     """
-    buf = _read(path, storage)
+    buf, size, problem = _read(path, storage, index_read_limit(log_size, OFFSET_ENTRY_SIZE))
     if buf is None:
         return OffsetIndex(b"", base_offset, 0, path=path, status="absent", problem="no .index file")
-    size = len(buf)
-    if size % OFFSET_ENTRY_SIZE:
-        return OffsetIndex(b"", base_offset, 0, path=path, status="corrupt",
-                           problem=f"index file size {size} is not a multiple of {OFFSET_ENTRY_SIZE}")
-    real, problem = _real_entries(buf, size // OFFSET_ENTRY_SIZE, "offset")
+    if problem is None and size % OFFSET_ENTRY_SIZE:
+        problem = f"index file size {size} is not a multiple of {OFFSET_ENTRY_SIZE}"
+    if problem is not None:
+        return OffsetIndex(b"", base_offset, 0, path=path, status="corrupt", problem=problem)
+    real, problem = _real_entries(buf, len(buf) // OFFSET_ENTRY_SIZE, "offset")
     if problem is None and real:
         bad = K.offset_index_first_unordered(buf, real, max(log_size, 0))
         if bad >= 0 and trim_past_end:
@@ -233,21 +258,25 @@ def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
     return OffsetIndex(buf, base_offset, real, path=path)
 
 
-def load_time_index(path: Optional[str], base_offset: int, *, storage=None) -> TimeIndex:
+def load_time_index(path: Optional[str], base_offset: int, log_size: Optional[int] = None, *,
+                    storage=None) -> TimeIndex:
     """Open ``path`` as a time index, or return one marked absent/corrupt (``status``).
 
     Trusted when its size is a whole number of entries and its entries rise
     strictly (timestamps, and offsets not below the base) up to a
-    zero-filled preallocated tail.
+    zero-filled preallocated tail.  Only what a ``log_size``-byte segment's
+    index can hold is read (the ``.log``'s size when None).
     """
-    buf = _read(path, storage)
+    if log_size is None:
+        log_size = _sibling_log_size(path, storage)
+    buf, size, problem = _read(path, storage, index_read_limit(log_size, TIME_ENTRY_SIZE))
     if buf is None:
         return TimeIndex(b"", base_offset, 0, path=path, status="absent", problem="no .timeindex file")
-    size = len(buf)
-    if size % TIME_ENTRY_SIZE:
-        return TimeIndex(b"", base_offset, 0, path=path, status="corrupt",
-                         problem=f"time index file size {size} is not a multiple of {TIME_ENTRY_SIZE}")
-    real, problem = _real_entries(buf, size // TIME_ENTRY_SIZE, "time")
+    if problem is None and size % TIME_ENTRY_SIZE:
+        problem = f"time index file size {size} is not a multiple of {TIME_ENTRY_SIZE}"
+    if problem is not None:
+        return TimeIndex(b"", base_offset, 0, path=path, status="corrupt", problem=problem)
+    real, problem = _real_entries(buf, len(buf) // TIME_ENTRY_SIZE, "time")
     if problem is None and real:
         bad = K.time_index_first_unordered(buf, real)
         if bad >= 0:
@@ -259,23 +288,50 @@ def load_time_index(path: Optional[str], base_offset: int, *, storage=None) -> T
 
 # -- files as written (for dumps) ------------------------------------------------------
 
+def _sibling_log_size(path: Optional[str], storage) -> int:
+    """Size of the ``.log`` of the segment ``path`` belongs to (0 when there is none)."""
+    if path is None:
+        return 0
+    log = sibling_path(path, ".log")
+    try:
+        return (storage or storage_for(log)).size(log)
+    except (OSError, LogError):
+        return 0
+
+
+def _read_as_written(path: str, storage, entry_size: int) -> Tuple[bytes, int]:
+    """The entries' bytes an index of its segment can hold, and the file's size; LogError
+    (one line, naming the file) when it is not a regular file or cannot be an index."""
+    limit = max(index_read_limit(_sibling_log_size(path, storage), entry_size),
+                DEFAULT_MAX_INDEX_BYTES)
+    buf, size = (storage or storage_for(path)).read_bounded(path, limit)
+    if size > MAX_INDEX_FILE_BYTES:
+        raise IndexCorruptError(f"{path}: index file size {size} is larger than any index Kafka "
+                                f"writes (segment.index.bytes is at most {MAX_INDEX_FILE_BYTES})")
+    return buf, size
+
+
 def read_offset_index_file(path: str, base_offset: Optional[int] = None, *,
                            storage=None) -> Tuple[OffsetIndex, int]:
-    """``(index, file_size)``: every whole entry of ``path`` as written, unchecked (status
-    ``"unchecked"``, zero-filled tail included); the base offset comes from the file name."""
+    """``(index, file_size)``: the whole entries of ``path`` as written, unchecked (status
+    ``"unchecked"``, zero-filled tail included); the base offset comes from the file name.
+
+    Only what an index of its segment can hold is read (see
+    :func:`index_read_limit`; at least Kafka's default ``segment.index.bytes``).
+    """
     base = offset_from_file_name(path) if base_offset is None else base_offset
-    buf = (storage or storage_for(path)).read(path)
+    buf, size = _read_as_written(path, storage, OFFSET_ENTRY_SIZE)
     return (OffsetIndex(buf, base, len(buf) // OFFSET_ENTRY_SIZE, path=path, status="unchecked"),
-            len(buf))
+            size)
 
 
 def read_time_index_file(path: str, base_offset: Optional[int] = None, *,
                          storage=None) -> Tuple[TimeIndex, int]:
-    """``(index, file_size)``: every whole entry of ``path`` as written (see :func:`read_offset_index_file`)."""
+    """``(index, file_size)``: the whole entries of ``path`` as written (see :func:`read_offset_index_file`)."""
     base = offset_from_file_name(path) if base_offset is None else base_offset
-    buf = (storage or storage_for(path)).read(path)
+    buf, size = _read_as_written(path, storage, TIME_ENTRY_SIZE)
     return (TimeIndex(buf, base, len(buf) // TIME_ENTRY_SIZE, path=path, status="unchecked"),
-            len(buf))
+            size)
 
 
 def sanity_check_offset_index(path: str, *, storage=None) -> None:

@@ -140,7 +140,7 @@ class Segment:
     def disk_time_index(self) -> TimeIndex:
         """The ``.timeindex`` file if it passes the trust rules, else an empty index saying why."""
         if self._disk_time_index is None:
-            self._disk_time_index = load_time_index(self.files.timeindex, self.base_offset,
+            self._disk_time_index = load_time_index(self.files.timeindex, self.base_offset, self.size,
                                                     storage=self.storage)
         return self._disk_time_index
 
@@ -209,7 +209,7 @@ class Segment:
 
     def aborted_transactions(self) -> List[AbortedTxn]:
         """Entries of this segment's ``.txnindex`` ([] when absent)."""
-        return read_txn_index(self.files.txnindex, storage=self.storage)
+        return read_txn_index(self.files.txnindex, storage=self.storage, log_size=self.size)
 
     # -- scanning -----------------------------------------------------------
     def scan(self, start: int = 0, end: int = -1, max_count: int = -1, check_crc: bool = False):

@@ -20,6 +20,7 @@ import mmap
 import os
 import random
 import re
+import stat
 import threading
 import time
 import warnings
@@ -30,6 +31,39 @@ from kafkawire.errors import LogError, ObjectNotFoundError, ObjectTruncatedError
 
 log = logging.getLogger("kafkawire.log.storage")
 T = TypeVar("T")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_regular(path: str) -> Tuple[int, int]:
+    """``(fd, size)`` of ``path`` opened for reading; LogError unless it is a regular file.
+
+    Opened without blocking (a FIFO would otherwise wait forever for a
+    writer) and checked on the open descriptor, so a symlink to
+    ``/dev/zero`` or a FIFO named like a segment file is refused, never read.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LogError(f"{path} is {_kind(st.st_mode)}, not a regular file; Kafka's log, "
+                           "index and snapshot files are regular files")
+        return fd, st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class MappedFile:
@@ -46,8 +80,8 @@ class MappedFile:
 
     def __init__(self, path: str, size: Optional[int] = None) -> None:
         self.path = path
-        with open(path, "rb") as f:
-            actual = os.fstat(f.fileno()).st_size
+        fd, actual = open_regular(path)
+        with open(fd, "rb") as f:
             if size is None:
                 size = actual
             elif size > actual:
@@ -107,18 +141,31 @@ class LocalStorage:
         return os.path.exists(path)
 
     def size(self, path: str) -> int:
-        """Byte size of ``path`` (``OSError`` if it cannot be read)."""
-        return os.stat(path).st_size
+        """Byte size of ``path`` (``OSError`` if it cannot be read; LogError if it is not a
+        regular file)."""
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise LogError(f"{path} is {_kind(st.st_mode)}, not a regular file; Kafka's log, "
+                           "index and snapshot files are regular files")
+        return st.st_size
 
-    def read(self, path: str) -> bytes:
-        """The whole file (``FileNotFoundError`` when absent): for indexes and other small files.
+    def read(self, path: str, limit: Optional[int] = None) -> bytes:
+        """The whole file, or its first ``limit`` bytes (``FileNotFoundError`` when absent):
+        for indexes and other small files.  LogError if ``path`` is not a regular file.
 
         Index files are read rather than mapped: a broker trims a
         preallocated index when it rolls the segment, and touching a mapped
         page past the new end of file kills the reading process (SIGBUS).
         """
-        with open(path, "rb") as f:
-            return f.read()
+        return self.read_bounded(path, limit)[0]
+
+    def read_bounded(self, path: str, limit: Optional[int] = None) -> Tuple[bytes, int]:
+        """``(data, file_size)``: at most ``limit`` bytes from the start of ``path`` (all of it
+        when None) and the file's full size; LogError if it is not a regular file."""
+        fd, size = open_regular(path)
+        with open(fd, "rb") as f:
+            want = size if limit is None else min(size, max(limit, 0))
+            return f.read(want), size
 
     def read_range(self, path: str, position: int, length: int) -> bytes:
         """Up to ``length`` bytes at ``position`` (fewer at the end of the file)."""
@@ -341,9 +388,19 @@ class ObjectStorage:
     def size(self, path: str) -> int:
         return int(self._call("sizing", path, lambda: self.fs.size(self._key(path))))
 
-    def read(self, path: str) -> bytes:
-        """The whole object (``ObjectNotFoundError``, a ``FileNotFoundError``, when absent)."""
+    def read(self, path: str, limit: Optional[int] = None) -> bytes:
+        """The whole object, or its first ``limit`` bytes (``ObjectNotFoundError``, a
+        ``FileNotFoundError``, when absent)."""
+        if limit is not None:
+            return self.read_bounded(path, limit)[0]
         return bytes(self._call("reading", path, lambda: self.fs.cat_file(self._key(path))))
+
+    def read_bounded(self, path: str, limit: Optional[int] = None) -> Tuple[bytes, int]:
+        """``(data, size)``: at most ``limit`` bytes from the start (all when None) and the
+        object's full size."""
+        size = self.size(path)
+        want = size if limit is None else min(size, max(limit, 0))
+        return self.read_range(path, 0, want), size
 
     def read_range(self, path: str, position: int, length: int) -> bytes:
         """Up to ``length`` bytes at ``position`` (fewer at the end of the object)."""

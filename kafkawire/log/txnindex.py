@@ -10,7 +10,8 @@ import struct
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
-from kafkawire.errors import IndexCorruptError
+from kafkawire.errors import IndexCorruptError, LogError
+from kafkawire.log.files import sibling_path
 from kafkawire.log.storage import storage_for
 
 TXN_ENTRY_SIZE = 34
@@ -64,14 +65,60 @@ def parse_txn_index(data, path: str = "<txnindex>") -> List[AbortedTxn]:
     return out
 
 
-def read_txn_index(path: Optional[str], *, storage=None) -> List[AbortedTxn]:
-    """Entries of the ``.txnindex`` at ``path`` ([] when there is none)."""
+#: The smallest batch that can hold an abort marker (a v2 batch header): a segment of N
+#: bytes has at most N // this + 1 aborted transactions ending in it.
+_MIN_MARKER_BATCH = 61
+
+
+#: What is read of a ``.txnindex`` whose ``.log`` is not there (Kafka's default
+#: ``segment.index.bytes``).
+NO_LOG_TXN_INDEX_LIMIT = 10 << 20
+
+
+def txn_index_limit(log_size: int) -> int:
+    """The most bytes a ``.txnindex`` of a ``log_size``-byte segment can hold."""
+    return (max(log_size, 0) // _MIN_MARKER_BATCH + 1) * TXN_ENTRY_SIZE
+
+
+def read_txn_index_file(path: str, *, storage=None,
+                        log_size: Optional[int] = None) -> Tuple[bytes, int, int]:
+    """``(data, file_size, limit)``: the first ``limit`` bytes of a ``.txnindex``, where
+    ``limit`` is what the index of its segment (``log_size`` bytes; the sibling
+    ``.log``'s size when None) can hold, or :data:`NO_LOG_TXN_INDEX_LIMIT` without a ``.log``.  IndexCorruptError if it is not a regular file;
+    FileNotFoundError when absent."""
+    storage = storage or storage_for(path)
+    if log_size is None:
+        log = sibling_path(path, ".log")
+        try:
+            limit = txn_index_limit(storage.size(log))
+        except (OSError, LogError):
+            limit = NO_LOG_TXN_INDEX_LIMIT    # a file on its own: bounded all the same
+    else:
+        limit = txn_index_limit(log_size)
+    try:
+        data, size = storage.read_bounded(path, limit)
+    except LogError as exc:
+        raise IndexCorruptError(str(exc)) from None
+    return data, size, limit
+
+
+def read_txn_index(path: Optional[str], *, storage=None, log_size: Optional[int] = None) -> List[AbortedTxn]:
+    """Entries of the ``.txnindex`` at ``path`` ([] when there is none).
+
+    Reads only what the index of its segment (``log_size`` bytes; the
+    sibling ``.log``'s size when None) can hold: a larger file, or one that
+    is not a regular file, raises IndexCorruptError.
+    """
     if path is None:
         return []
     try:
-        data = (storage or storage_for(path)).read(path)
+        data, size, limit = read_txn_index_file(path, storage=storage, log_size=log_size)
     except FileNotFoundError:
         return []
+    if size > limit:
+        raise IndexCorruptError(f"{path}: size {size} is more than the {limit} bytes of aborted "
+                                "transactions its segment can hold; the transaction index is "
+                                "damaged (recover rebuilds it from the log)")
     return parse_txn_index(data, path)
 
 

@@ -198,7 +198,8 @@ def check_segment_indexes(seg, report: VerifyReport, starts, bases, lasts, max_t
                 report.add(seg.files.index, pos, off, "index",
                            f"offset index entry ({off}, {pos}) is past the log's last offset {log_last}")
     if seg.files.timeindex is not None:
-        tim = load_time_index(seg.files.timeindex, seg.base_offset, storage=seg.storage)
+        tim = load_time_index(seg.files.timeindex, seg.base_offset, seg.size,
+                              storage=seg.storage)
         if tim.status != "ok":
             report.add(seg.files.timeindex, None, None, "timeindex", tim.problem)
         for ts, off in tim:
