@@ -62,7 +62,7 @@ class ProducerBatch:
         self.values: List[Optional[bytes]] = []
         self.keys: List[Optional[bytes]] = []
         self.timestamps: List[int] = []
-        self.headers: List[Any] = []
+        self.headers: Any = None  # send(): {index: headers} for the records that have some
         self.outcome = Outcome(topic, partition, self.timestamps)
         self.callbacks: Optional[Dict[int, Callable]] = None
         self.size = BATCH_HEADER_SIZE
@@ -98,10 +98,16 @@ class ProducerBatch:
             first = ts[0]
             self.first_ts, self.max_ts = first, max(ts)
             enc = K.encode_records_v2
+            headers = self.headers
+            if headers is None or isinstance(headers, dict):
+                sparse = headers or {}
+                headers = [sparse.get(i) for i in range(self.count)] if sparse else \
+                    [None] * self.count
             self.blob = enc(range(self.count), [t - first for t in ts], self.keys, self.values,
-                            self.headers)
+                            headers)
             # The records now live in the blob; drop the per-record lists.
-            self.values = self.keys = self.headers = []  # type: ignore[assignment]
+            self.values = self.keys = []
+            self.headers = None
         self.encoded = encode_batch(self.blob, self.count, self.first_ts, self.max_ts, codec,
                                     level, producer_id, producer_epoch, base_sequence,
                                     transactional)

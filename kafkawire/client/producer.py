@@ -102,6 +102,7 @@ class Producer:
         self._value_ser = cfg.value_serializer
         self._serialize = self._key_ser is not None or self._value_ser is not None
         self._transactional = cfg.transactional_id is not None
+        self._gated = self._transactional  # send() checks the gate when this is True
         self._max_record_size = cfg.max_request_size - 61
         self._topics = self._client.cluster.topics  # the dict is updated in place
         part = cfg.partitioner
@@ -159,6 +160,7 @@ class Producer:
         if self._closed and not self._sender.is_alive():
             return
         self._closed = True
+        self._gated = True
         sender = self._sender
         sender.closing = True
         sender.wake()
@@ -183,11 +185,8 @@ class Producer:
         runs on the producer's I/O thread once the record is acknowledged or
         has failed; keep it short.
         """
-        if self._closed:
-            raise ProducerClosedError("send() after close(); create a new Producer")
-        if self._transactional and not self._sender.txn.in_transaction:  # type: ignore[union-attr]
-            raise TransactionStateError("a transactional producer sends inside a transaction: "
-                                        "call begin_transaction() first")
+        if self._gated:  # closed, or transactional: checked only then
+            self._check_gate("send()")
         if self._serialize:
             if self._key_ser is not None:
                 key = self._key_ser(key)
@@ -251,7 +250,10 @@ class Producer:
             b.values.append(value)
             b.keys.append(key)
             b.timestamps.append(timestamp)
-            b.headers.append(hdrs)
+            if hdrs is not None:
+                if b.headers is None:
+                    b.headers = {}
+                b.headers[i] = hdrs
             if on_delivery is not None:
                 if b.callbacks is None:
                     b.callbacks = {}
@@ -265,6 +267,13 @@ class Producer:
         if wake:
             self._sender.wake()
         return future
+
+    def _check_gate(self, what: str) -> None:
+        if self._closed:
+            raise ProducerClosedError(f"{what} after close(); create a new Producer")
+        if self._transactional and not self._sender.txn.in_transaction:  # type: ignore[union-attr]
+            raise TransactionStateError("a transactional producer sends inside a transaction: "
+                                        "call begin_transaction() first")
 
     def _partition(self, topic: str, key: Optional[bytes], n: int, info, size: int) -> int:
         """The partition for a record (the caller holds the lock)."""
@@ -415,11 +424,7 @@ class Producer:
         """
         from kafkawire.client import bulk
         from kafkawire.client.futures import BatchFuture
-        if self._closed:
-            raise ProducerClosedError("send_batch() after close(); create a new Producer")
-        if self._transactional and not self._sender.txn.in_transaction:  # type: ignore[union-attr]
-            raise TransactionStateError("a transactional producer sends inside a transaction: "
-                                        "call begin_transaction() first")
+        self._check_gate("send_batch()")
         info = self._topics.get(topic)
         if info is None or not info.partitions:
             info = self._wait_for_topic(topic)
