@@ -103,7 +103,7 @@ def main() -> None:
             best[name] = min(best[name], fn(bootstrap, topic, n, args.batch))
     rate = {k: n / v for k, v in best.items()}
     print(f"kafkawire {kafkawire.__version__} ({_kernels.backend} kernels), confluent-kafka "
-          f"{ck.version()[0]} (librdkafka {ck.libversion()[0]}); {n} records of 100 B, "
+          f"{ck.version()} (librdkafka {ck.libversion()[0]}); {n} records of 100 B, "
           f"codec {args.codec}, {args.batch} per call, best of {args.repeat}")
     print(f"  confluent-kafka consume():     {rate['confluent']:12,.0f} records/s")
     print(f"  kafkawire poll():              {rate['kafkawire']:12,.0f} records/s  "

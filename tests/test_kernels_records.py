@@ -359,7 +359,7 @@ def test_decode_records_v2_as_builds_the_given_tuple_class():
     built = K.decode_records_v2_as(Rec, ("t", 3), (9,), *batch._args())
     assert [type(r) for r in built] == [Rec] * 5
     assert [tuple(r) for r in built] == [
-        ("t", 3, r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers), 9)
+        ("t", 3, r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple(r.headers), 9)
         for r in plain]
     with pytest.raises(TypeError, match="tuple subclass"):
         K.decode_records_v2_as(list, (), (), *batch._args())

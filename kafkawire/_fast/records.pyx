@@ -697,6 +697,13 @@ def decode_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
 
 cdef extern from "Python.h":
     object PyType_GenericAlloc(type t, Py_ssize_t n)
+    object PyList_AsTuple(object lst)
+    Py_ssize_t PyTuple_GET_SIZE(object t)
+    void PyObject_GC_UnTrack(object o)
+
+
+cdef bint _atomic(object x):
+    return x is None or type(x) in (int, str, bytes, bool, float)
 
 
 def decode_records_v2_as(type cls, tuple prefix, tuple suffix, buf, Py_ssize_t start,
@@ -704,12 +711,14 @@ def decode_records_v2_as(type cls, tuple prefix, tuple suffix, buf, Py_ssize_t s
                          int64_t base_timestamp, int64_t max_timestamp, int timestamp_type,
                          on_error=None):
     """``decode_records_v2``, each record built as the tuple subclass ``cls`` holding
-    ``prefix + (offset, timestamp, timestamp_type, key, value, headers) + suffix``."""
+    ``prefix + (offset, timestamp, timestamp_type, key, value, headers) + suffix``;
+    ``headers`` is a tuple of ``(key, value)`` pairs."""
     cdef RecordIterator it
     cdef Py_ssize_t i, j, np_ = len(prefix), ns = len(suffix), n
     cdef list out
     cdef Record r
-    cdef object t, item
+    cdef object t, item, hdrs
+    cdef bint untrack = all(_atomic(x) for x in prefix + suffix)
     if not issubclass(cls, tuple) or cls.__itemsize__ != tuple.__itemsize__ or \
             cls.__basicsize__ != tuple.__basicsize__ or cls.__dictoffset__ != 0:
         raise TypeError("cls must be a tuple subclass without instance attributes (a namedtuple class)")
@@ -736,12 +745,17 @@ def decode_records_v2_as(type cls, tuple prefix, tuple suffix, buf, Py_ssize_t s
         PyTuple_SET_ITEM(t, np_ + 3, r.key)
         Py_INCREF(r.value)
         PyTuple_SET_ITEM(t, np_ + 4, r.value)
-        Py_INCREF(r.headers)
-        PyTuple_SET_ITEM(t, np_ + 5, r.headers)
+        hdrs = PyList_AsTuple(r.headers) if PyList_GET_SIZE(r.headers) else ()
+        Py_INCREF(hdrs)
+        PyTuple_SET_ITEM(t, np_ + 5, hdrs)
         for j in range(ns):
             item = suffix[j]
             Py_INCREF(item)
             PyTuple_SET_ITEM(t, np_ + 6 + j, item)
+        if untrack and PyTuple_GET_SIZE(hdrs) == 0:
+            # nothing in it can hold a reference cycle: keep it out of the collector's lists
+            # (CPython would untrack it at its first collection anyway, after scanning it)
+            PyObject_GC_UnTrack(t)
         Py_INCREF(t)
         PyList_SET_ITEM(out, i, t)
     it._finish()

@@ -176,7 +176,8 @@ def decode_records_v2(buf, start, end, count, base_offset, base_timestamp, max_t
 def decode_records_v2_as(cls, prefix, suffix, buf, start, end, count, base_offset,
                          base_timestamp, max_timestamp, timestamp_type, on_error=None):
     """``decode_records_v2``, each record built as the tuple subclass ``cls`` holding
-    ``prefix + (offset, timestamp, timestamp_type, key, value, headers) + suffix``."""
+    ``prefix + (offset, timestamp, timestamp_type, key, value, headers) + suffix``;
+    ``headers`` is a tuple of ``(key, value)`` pairs."""
     if not isinstance(cls, type) or not issubclass(cls, tuple) or \
             cls.__itemsize__ != tuple.__itemsize__ or cls.__basicsize__ != tuple.__basicsize__ \
             or cls.__dictoffset__ != 0:
@@ -184,7 +185,7 @@ def decode_records_v2_as(cls, prefix, suffix, buf, start, end, count, base_offse
     prefix, suffix = tuple(prefix), tuple(suffix)
     new = tuple.__new__
     return [new(cls, prefix + (r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
-                               r.headers) + suffix)
+                               tuple(r.headers)) + suffix)
             for r in decode_records_v2(buf, start, end, count, base_offset, base_timestamp,
                                        max_timestamp, timestamp_type, on_error)]
 

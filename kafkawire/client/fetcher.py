@@ -43,7 +43,7 @@ class ConsumerRecord(collections.namedtuple(
     """One record as the consumer hands it out (an immutable named tuple).
 
     ``timestamp_type`` is ``"CreateTime"`` or ``"LogAppendTime"``;
-    ``headers`` a list of ``(str, bytes | None)``; ``leader_epoch`` the
+    ``headers`` a tuple of ``(str, bytes | None)`` pairs; ``leader_epoch`` the
     partition leader epoch the record was written in (-1 when unknown).
     """
 
@@ -131,7 +131,7 @@ class CompletedFetch:
                 return recs
             topic, part = self.tp
             return [_new(ConsumerRecord, (topic, part, r.offset, r.timestamp, r.timestamp_type,
-                                          r.key, r.value, r.headers, -1))
+                                          r.key, r.value, tuple(r.headers), -1))
                     for r in b.records() if r.offset >= start]
         self._done = True
         return []
