@@ -170,6 +170,7 @@ class Consumer:
             self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
             self._topics = []
         else:
+            assert topics is not None
             self._pattern = None
             self._topics = sorted({topics} if isinstance(topics, str) else set(topics))
         self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
@@ -411,7 +412,9 @@ class Consumer:
                                                    for t, ps in by_topic.items()])
                 try:
                     conn = self._client._node(node)
-                    pendings.append((conn, self._client._send(conn, req, None, None)))
+                    pending = self._client._send(conn, req, None, None)
+                    assert pending is not None
+                    pendings.append((conn, pending))
                 except (KafkaConnectionError, RequestTimeoutError):
                     self._client.cluster.mark_stale()
             last: Optional[BaseException] = None
@@ -550,6 +553,7 @@ class Consumer:
         return norm
 
     def _commit_positions(self, timeout: float) -> None:
+        assert self._coord is not None
         self._coord.commit(self._positions(), timeout)
 
     def commit(self, offsets: Union[Mapping, Iterable[ConsumerRecord], None] = None, *,
@@ -580,7 +584,7 @@ class Consumer:
         now = time.monotonic()
         if now >= self._next_auto_commit:
             self._next_auto_commit = now + self.config["auto_commit_interval_ms"] / 1000.0
-            if self._membership_ok():
+            if self._coord is not None and self._membership_ok():
                 self._coord.commit_async(self._positions(), None)
 
     def committed(self, partitions: Partitions, *,
@@ -609,6 +613,7 @@ class Consumer:
             timeout = (timeout_ms if timeout_ms is not None
                        else self.config["default_api_timeout_ms"])
             self._update_positions(time.monotonic() + timeout / 1000.0)
+        assert st.position is not None
         return st.position
 
     def seek(self, partition, offset: int) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from kafkawire import protocol as P
 from kafkawire.client import _api as A
@@ -89,14 +89,14 @@ class GroupCoordinator:
         self._closed = threading.Event()
         self._hb_thread: Optional[threading.Thread] = None
         self._caps: Dict[int, int] = {}
-        self._pending_commits: List[Tuple[object, object, Dict, Optional[Callable]]] = []
+        self._pending_commits: List[Tuple[Any, Any, Dict, Optional[Callable]]] = []
 
     # -------------------------------------------------------------- plumbing
     def _coordinator_conn(self, deadline: float):
         with self._lock:
             if self.coordinator is None:
                 left = max(deadline - time.monotonic(), 0.001)
-                info = self.client.find_coordinator(self.group_id, timeout_ms=left * 1000)
+                info = self.client.find_coordinator(self.group_id, timeout_ms=int(left * 1000))
                 self.coordinator = info.node_id
                 log.debug("group %s: coordinator is broker %s (%s:%s)", self.group_id,
                           info.node_id, info.host, info.port)
@@ -123,6 +123,7 @@ class GroupCoordinator:
             version = self._version(api_key)
             try:
                 pending = self.client._send(conn, message, version, None)
+                assert pending is not None
             except (KafkaConnectionError, RequestTimeoutError):
                 self.client._drop(conn)
                 self.coordinator_unknown("connection failed")
@@ -150,6 +151,8 @@ class GroupCoordinator:
 
     def _version(self, api_key: int) -> int:
         with self._lock:
+            if self.coordinator is None:
+                raise KafkaConnectionError(f"group {self.group_id}: no coordinator known")
             v = self.client._version(self.client._node(self.coordinator), api_key)
             return min(v, self._caps.get(api_key, v))
 
@@ -467,13 +470,13 @@ class GroupCoordinator:
                 code, topics = A.offset_fetch_topics(resp, self.group_id)
                 if code:
                     raise make_error(code, api="OffsetFetch", group=self.group_id)
-                out = {}
+                out: Dict[TopicPartition, OffsetAndMetadata] = {}
                 for t in topics:
                     for p in t.partitions:
                         if p.error_code:
                             raise make_error(p.error_code, api="OffsetFetch", group=self.group_id,
                                              topic=t.name, partition=p.partition_index)
-                        out[(t.name, p.partition_index)] = OffsetAndMetadata(
+                        out[TopicPartition(t.name, p.partition_index)] = OffsetAndMetadata(
                             p.committed_offset, p.metadata,
                             getattr(p, "committed_leader_epoch", -1))
                 return out

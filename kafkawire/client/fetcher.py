@@ -94,7 +94,7 @@ class CompletedFetch:
             if self.batches else fetch_offset
         self._aborted_pids: set = set()
         self._epoch = -1
-        self._arrow = None
+        self._arrow: Optional[List[Any]] = None
 
     # ---- records as objects
     def take(self, max_records: int) -> List[ConsumerRecord]:
@@ -203,7 +203,8 @@ class Fetcher:
         self.partition_max_bytes = max_partition_fetch_bytes
         self.isolation_level = isolation_level
         self.rack = client_rack or ""
-        self.in_flight: Dict[int, Tuple[Any, Any, Dict[TopicPartition, int], Dict]] = {}
+        # node -> (pending, connection, {partition: offset asked}, {topic id: name})
+        self.in_flight: Dict[int, Tuple[Any, Any, Dict[TopicPartition, Any], Dict]] = {}
         # answers waiting to be handed out, oldest first, at most ``max_buffered`` per partition
         self.completed: "collections.OrderedDict[TopicPartition, Deque[CompletedFetch]]" = \
             collections.OrderedDict()
@@ -319,6 +320,8 @@ class Fetcher:
             return
         for t in resp.responses:
             topic = t.topic if getattr(t, "topic", "") else ids.get(t.topic_id)
+            if topic is None:
+                continue   # a topic this request did not ask for
             for p in t.partitions:
                 tp = TopicPartition(topic, p.partition_index)
                 asked = offsets.get(tp)
@@ -386,7 +389,7 @@ class Fetcher:
                 if not cf.exhausted:
                     break
                 queue.popleft()
-                if cf.next_offset > st.position:
+                if st.position is None or cf.next_offset > st.position:
                     st.position = cf.next_offset
             if queue:
                 self.completed.move_to_end(tp)

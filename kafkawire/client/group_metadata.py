@@ -163,7 +163,7 @@ class _Reader:
     def topic_partitions(self) -> List[TopicPartition]:
         out: List[TopicPartition] = []
         for _ in range(self.count()):
-            topic = self.string()
+            topic = self.string() or ""
             n = self.count()
             self._need(4 * n)
             ps = struct.unpack_from(f">{n}i", self.data, self.pos)
