@@ -43,6 +43,7 @@ class FakeGroupCluster(FakeCluster):
         self.logs: Dict[int, List[bytes]] = {p: [] for p in range(partitions)}
         self.raw: Dict[int, Tuple[bytes, List[Tuple[int, int]]]] = {}
         self.coordinator = 0
+        self.batch_records = 50                  # records per fetched batch
         self.cond = threading.Condition()
         self.members: Dict[str, dict] = {}      # member id -> {metadata, last_seen, session}
         self.generation = 0
@@ -71,7 +72,7 @@ class FakeGroupCluster(FakeCluster):
         if start >= len(log):
             return None
         b = BatchBuilder(base_offset=start)
-        for i in range(start, min(len(log), start + 50)):
+        for i in range(start, min(len(log), start + self.batch_records)):
             b.append(log[i], None, TS0 + i * 1000)
         return b.build()
 
@@ -598,3 +599,65 @@ def test_cooperative_sticky_moves_partitions_in_two_steps():
     third = a.assign(counts, subs)
     assert third["m1"] == second["m1"] and len(third["m2"]) == 3
     assert set(third["m1"]) | set(third["m2"]) == {("t", p) for p in range(6)}
+
+
+def test_fetching_follows_a_leader_change(cluster):
+    for p in range(4):
+        cluster.append(p, [f"{p}-{i}".encode() for i in range(40)])
+    serve = cluster.handlers[1]
+    moved = []
+
+    def fetch(node, req):
+        # After 10 records of partition 0, its leader moves from broker 0 to broker 1;
+        # broker 0 then answers NOT_LEADER_OR_FOLLOWER for it.
+        for t in req.message.topics:
+            for p in t.partitions:
+                if p.partition == 0 and p.fetch_offset >= 10 and not moved:
+                    moved.append(node)
+                    cluster.leaders[("t", 0)] = 1
+                if p.partition == 0 and node == 0 and moved:
+                    return P.FetchResponse(responses=[{"topic_id": TOPIC_ID, "topic": "t",
+                                                       "partitions": [{
+                                                           "partition_index": q.partition,
+                                                           "error_code": 6}
+                                                           for q in t.partitions]}])
+        return serve(node, req)
+
+    cluster.handlers[1] = fetch
+    cluster.batch_records = 5
+    with kafkawire.Consumer(cluster.bootstrap, auto_offset_reset="earliest",
+                            max_poll_records=10, retry_backoff_ms=10) as c:
+        c.assign([("t", 0), ("t", 2)])
+        got = []
+        end = time.monotonic() + 10
+        while len(got) < 80 and time.monotonic() < end:
+            got += c.poll(100)
+    assert sorted((r.partition, r.offset) for r in got) == \
+        sorted((p, o) for p in (0, 2) for o in range(40))
+    assert moved and any(node == 1 and api == 1 and any(
+        q.partition == 0 for t in m.topics for q in t.partitions)
+        for node, api, _, m in cluster.requests)
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins(cluster):
+    for p in range(4):
+        cluster.append(p, [b"x"] * 5)
+    lost = []
+    c = kafkawire.Consumer(cluster.bootstrap, "g", auto_offset_reset="earliest",
+                           heartbeat_interval_ms=50, max_poll_interval_ms=600,
+                           enable_auto_commit=False)
+    try:
+        c.subscribe(["t"], on_lost=lambda consumer, tps: lost.append(tps))
+        got = []
+        end = time.monotonic() + 10
+        while len(got) < 20 and time.monotonic() < end:
+            got += c.poll(100)
+        generation = c.generation
+        time.sleep(1.2)   # longer than max_poll_interval_ms without a poll
+        assert _wait(lambda: any(api == 13 for _, api, _, _ in cluster.requests), 5)
+        c.poll(2000)   # finds the membership lost, reports it, rejoins
+        assert lost and sorted(lost[0]) == [("t", p) for p in range(4)]
+        assert _wait(lambda: c.poll(100) is not None and c.generation > generation, 10)
+        assert len(c.assignment()) == 4
+    finally:
+        c.close()
