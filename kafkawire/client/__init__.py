@@ -1,4 +1,5 @@
-"""Kafka clients: ``kafkawire.Client`` (blocking calls) and ``kafkawire.Producer`` (batching).
+"""Kafka clients: ``kafkawire.Client`` (blocking calls), ``kafkawire.Producer`` (batching) and
+``kafkawire.Consumer`` (groups).
 
 See :class:`kafkawire.client.client.Client` for the calls, and
 ``kafkawire.protocol.error_codes`` for the exceptions error responses raise.
@@ -18,6 +19,8 @@ from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResu
 from kafkawire.client.exceptions import (BufferFullError, DeliveryTimeoutError, ProducerClosedError,
                                          ProducerError)
 from kafkawire.client.producer import Producer
+from kafkawire.client.consumer import (Consumer, ConsumerRecord, NoOffsetForPartitionError,
+                                       TopicPartition)
 from kafkawire.protocol.error_codes import BrokerResponseError, RetriableBrokerError
 
 __all__ = ["Client", "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo",
@@ -27,4 +30,5 @@ __all__ = ["Client", "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInf
            "OffsetAndMetadata", "OffsetResult", "ProduceResult", "ProducerRecord", "TopicResult",
            "BrokerResponseError", "RetriableBrokerError", "ConfigError", "AuthenticationError",
            "Producer", "RecordMetadata", "ProducerError", "BufferFullError", "DeliveryTimeoutError",
-           "ProducerClosedError"]
+           "ProducerClosedError", "Consumer", "ConsumerRecord", "TopicPartition",
+           "NoOffsetForPartitionError"]
