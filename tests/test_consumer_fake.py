@@ -447,6 +447,39 @@ def test_static_member_sends_instance_id_and_keeps_its_place_on_close(cluster):
     assert cluster.committed[("t", 0)] == 5   # auto commit on close
 
 
+def test_deserializers_and_crc_checks(cluster):
+    cluster.append(0, [b"1", b"22", None])
+    with kafkawire.Consumer(cluster.bootstrap, auto_offset_reset="earliest", check_crcs=True,
+                            value_deserializer=lambda b: b.decode() * 2) as c:
+        c.assign([("t", 0)])
+        got = []
+        end = time.monotonic() + 5
+        while len(got) < 3 and time.monotonic() < end:
+            got += c.poll(100)
+        assert [r.value for r in got] == ["11", "2222", None]
+    serve = cluster.handlers[1]
+
+    def damaged(node, req):
+        resp = serve(node, req)
+        for t in resp.responses:
+            for p in t.partitions:
+                if p.records:
+                    raw = bytearray(p.records)
+                    raw[-1] ^= 1
+                    p.records = bytes(raw)
+        return resp
+
+    cluster.handlers[1] = damaged
+    with kafkawire.Consumer(cluster.bootstrap, auto_offset_reset="earliest",
+                            check_crcs=True) as c:
+        c.assign([("t", 0)])
+        with pytest.raises(kafkawire.errors.CorruptRecordError, match="CRC|crc"):
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                c.poll(100)
+        assert c.position(("t", 0)) == 0
+
+
 def test_offsets_for_times_and_commit_async(cluster):
     for p in range(4):
         cluster.append(p, [b"v"] * 10)

@@ -82,7 +82,8 @@ class Consumer:
                                 fetch_max_wait_ms=cfg["fetch_max_wait_ms"],
                                 fetch_max_bytes=cfg["fetch_max_bytes"],
                                 max_partition_fetch_bytes=cfg["max_partition_fetch_bytes"],
-                                isolation_level=self._isolation, client_rack=cfg["client_rack"])
+                                isolation_level=self._isolation, client_rack=cfg["client_rack"],
+                                check_crcs=cfg["check_crcs"])
         self._key_deser = cfg["key_deserializer"]
         self._value_deser = cfg["value_deserializer"]
         self._topics: List[str] = []

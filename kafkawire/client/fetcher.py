@@ -77,7 +77,8 @@ class CompletedFetch:
                  "next_offset", "_aborted_pids", "_epoch", "_read_committed", "_arrow",
                  "batches")
 
-    def __init__(self, tp: TopicPartition, fetch_offset: int, data, aborted, read_committed):
+    def __init__(self, tp: TopicPartition, fetch_offset: int, data, aborted, read_committed,
+                 verify_crc: bool = False):
         self.tp = tp
         self.fetch_offset = fetch_offset
         self.data = data
@@ -85,7 +86,7 @@ class CompletedFetch:
         self._read_committed = read_committed
         # Whole batches only (a trailing partial one is fetched again next time); scanning
         # reads just the batch headers.
-        self.batches = list(kafkawire.iter_batches(data))
+        self.batches = list(kafkawire.iter_batches(data, verify_crc=verify_crc))
         self._batches: Iterator = iter(self.batches)
         self._pending: List[ConsumerRecord] = []
         self._done = False
@@ -194,7 +195,7 @@ class Fetcher:
     def __init__(self, client, states: Dict[TopicPartition, PartitionState], *,
                  fetch_min_bytes: int, fetch_max_wait_ms: int, fetch_max_bytes: int,
                  max_partition_fetch_bytes: int, isolation_level: int,
-                 client_rack: Optional[str] = None) -> None:
+                 client_rack: Optional[str] = None, check_crcs: bool = False) -> None:
         self.client = client
         self.states = states
         self.min_bytes = fetch_min_bytes
@@ -203,6 +204,7 @@ class Fetcher:
         self.partition_max_bytes = max_partition_fetch_bytes
         self.isolation_level = isolation_level
         self.rack = client_rack or ""
+        self.check_crcs = check_crcs
         # node -> (pending, connection, {partition: offset asked}, {topic id: name})
         self.in_flight: Dict[int, Tuple[Any, Any, Dict[TopicPartition, Any], Dict]] = {}
         # answers waiting to be handed out, oldest first, at most ``max_buffered`` per partition
@@ -340,7 +342,8 @@ class Fetcher:
             if data is not None and len(data):
                 aborted = [(a.producer_id, a.first_offset)
                            for a in (getattr(p, "aborted_transactions", None) or ())]
-                cf = CompletedFetch(tp, asked, data, aborted, self.isolation_level == 1)
+                cf = CompletedFetch(tp, asked, data, aborted, self.isolation_level == 1,
+                                    self.check_crcs)
                 if cf.batches:
                     self.completed.setdefault(tp, collections.deque()).append(cf)
                     st.fetch_offset = cf.next_offset
