@@ -524,13 +524,13 @@ def test_read_committed_hides_confluent_aborted_transactions():
         (p.commit_transaction if commit else p.abort_transaction)(10)
     with kafkawire.Client(bootstrap, allow_auto_create_topics=True) as client:
         raw, offset, batches = b"", 0, []
-        while True:
-            res = client.fetch("tx", 0, offset, max_wait_ms=10)
-            if not res.batches:
-                break
+        end = time.monotonic() + 20
+        while offset < 22 and time.monotonic() < end:   # 18 records + 4 markers
+            res = client.fetch("tx", 0, offset, max_wait_ms=100)
             batches.extend(res.batches)
             raw += b"".join(bytes(b.raw) for b in res.batches)
             offset = res.next_offset
+        assert offset == 22
     # What a broker lists: (producer id, first offset) of each aborted transaction.
     aborted, start = [], None
     for b in batches:
