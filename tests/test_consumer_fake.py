@@ -162,6 +162,7 @@ class FakeGroupCluster(FakeCluster):
                 # every member rejoined (or the stragglers were dropped): close the round
                 for late in set(self.members) - set(self.joined):
                     del self.members[late]
+                    self.expired.append((late, time.monotonic()))
                 self.generation += 1
                 self.round_open = False
                 self.assignments = None
@@ -384,17 +385,18 @@ def test_coordinator_moves_without_losing_or_repeating_records(cluster):
 def test_a_member_cut_off_stops_before_its_partitions_move(cluster):
     for p in range(4):
         cluster.append(p, [f"{p}-{i}".encode() for i in range(10)])
-    a = Member(cluster, "a", max_poll_interval_ms=3000)
-    b = Member(cluster, "b", max_poll_interval_ms=3000)
+    a = Member(cluster, "a", max_poll_interval_ms=3000, session_timeout_ms=3000)
+    b = Member(cluster, "b", max_poll_interval_ms=3000, session_timeout_ms=3000)
     a.start()
     b.start()
     try:
         assert _wait(lambda: len(a.c.assignment()) == 2 and len(b.c.assignment()) == 2, 20)
         assert _wait(lambda: len(_delivered(a, b)) >= 40, 20)
         a_parts = set(a.c.assignment())
+        a_id = a.c.member_id
         # Cut a off: its group requests get no answer; the coordinator expires it after its
         # session and gives its partitions to b, while records keep arriving everywhere.
-        cluster.silenced.add(a.c.member_id)
+        cluster.silenced.add(a_id)
         cut = time.monotonic()
         stop_feed = threading.Event()
 
@@ -408,8 +410,8 @@ def test_a_member_cut_off_stops_before_its_partitions_move(cluster):
 
         feeder = threading.Thread(target=feed, daemon=True)
         feeder.start()
-        assert _wait(lambda: cluster.expired, 10)
-        expired_at = cluster.expired[0][1]
+        assert _wait(lambda: any(x == a_id for x, _ in cluster.expired), 15)
+        expired_at = min(t for x, t in cluster.expired if x == a_id)
         assert _wait(lambda: len(b.c.assignment()) == 4, 10), b.c.assignment()
         time.sleep(1.0)
         stop_feed.set()
