@@ -1,6 +1,8 @@
 """Constants shared by the columnar kernel twins (``_fast/columnar.pyx``, ``_pure/columnar.py``)."""
 from __future__ import annotations
 
+from kafkawire import _format as F
+
 #: ``columnar_scan`` / ``columnar_payload`` statuses.
 DONE = 0        # reached the end of the range (or of the payload)
 PARTIAL = 1     # a trailing partial batch starts at the returned position
@@ -49,9 +51,10 @@ INT64_MAX = (1 << 63) - 1
 #: Arrow ``binary`` uses int32 offsets: a chunk's data column stays below this.
 MAX_CHUNK_BYTES = (1 << 31) - 1
 
-V2_HEADER = 61        # bytes of a v2 batch header, records follow
-LOG_OVERHEAD = 12     # offset + length fields before every batch/message
-HEADER_UP_TO_MAGIC = 17
-MIN_MESSAGE_V0 = 14   # crc, magic, attributes, key and value lengths
-MIN_MESSAGE_V1 = 22   # + timestamp
-MIN_BATCH_V2 = V2_HEADER - LOG_OVERHEAD
+# the format's sizes, under the names the columnar twins use (declared in kafkawire._format)
+V2_HEADER = F.V2_HEADER_SIZE          # bytes of a v2 batch header, records follow
+LOG_OVERHEAD = F.LOG_OVERHEAD         # offset + length fields before every batch/message
+HEADER_UP_TO_MAGIC = F.MAGIC_OFFSET + 1
+MIN_MESSAGE_V0 = F.V0_MIN_LENGTH      # crc, magic, attributes, key and value lengths
+MIN_MESSAGE_V1 = F.V1_MIN_LENGTH      # + timestamp
+MIN_BATCH_V2 = F.V2_MIN_LENGTH

@@ -36,23 +36,13 @@ CRC_MISMATCH = 4    #: stored CRC differs from the computed one (only when check
 
 STATUS_NAMES = ("OK", "PARTIAL", "CORRUPT_LENGTH", "BAD_MAGIC", "CRC_MISMATCH")
 
-# -- format sizes ---------------------------------------------------------------
-LOG_OVERHEAD = 12            #: offset (8) + length (4)
-V2_HEADER_SIZE = 61          #: full v2 batch header, offset field through record count
-V2_MIN_LENGTH = V2_HEADER_SIZE - LOG_OVERHEAD   #: 49: smallest legal v2 length field
-V0_MIN_LENGTH = 14           #: crc 4 + magic 1 + attributes 1 + key len 4 + value len 4
-V1_MIN_LENGTH = 22           #: V0_MIN_LENGTH + timestamp 8
-MIN_LENGTH = V0_MIN_LENGTH   #: below this no magic can be valid ("minimum record overhead")
-MAGIC_OFFSET = 16            #: byte position of the magic inside a batch/message
-V2_CRC_START = 21            #: the v2 CRC covers attributes (byte 21) to the end
-V2_RECORDS_START = 61
+# -- the format's sizes and attribute bits (declared in kafkawire._format) --------
+from kafkawire._format import (  # noqa: E402,F401  (re-exported under the names used here)
+    COMPRESSION_MASK, CONTROL_MASK, DELETE_HORIZON_MASK, LEGACY_COMPRESSION_MASK,
+    LEGACY_TIMESTAMP_TYPE_MASK, LOG_OVERHEAD, MAGIC_OFFSET, TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK, V0_MIN_LENGTH, V1_MIN_LENGTH, V2_CRC_START, V2_HEADER_SIZE,
+    V2_MIN_LENGTH,
+)
+from kafkawire._format import V2_RECORDS as V2_RECORDS_START  # noqa: E402
 
-# v2 attribute bits
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
-DELETE_HORIZON_MASK = 0x40
-# v0/v1 attribute bits
-LEGACY_COMPRESSION_MASK = 0x07
-LEGACY_TIMESTAMP_TYPE_MASK = 0x08
+MIN_LENGTH = V0_MIN_LENGTH   #: below this no magic can be valid ("minimum record overhead")

@@ -71,6 +71,7 @@ NON_CONTIGUOUS = [
     ("crc32c", ()),
     ("scan_batches", (0, -1, -1, False)),
     ("read_varint", (0,)),
+    ("read_uvarint", (0, 64)),
 ]
 
 

@@ -15,6 +15,10 @@ from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_SetContext
 cimport numpy as cnp
+from kafkawire._fast.wire cimport (kw_be_i64 as be64, kw_be_i32 as be32, kw_be_i16 as be16,
+                                   kw_uvarint64, zigzag32, zigzag64, WIRE_TRUNCATED)
+from kafkawire._fast.framing cimport V2Header, read_v2_header
+from kafkawire._fast.format cimport TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, CONTROL_MASK
 import numpy as np
 
 from kafkawire.errors import CorruptRecordError
@@ -212,18 +216,6 @@ cdef inline int pushbytes(Buf* b, const uint8_t* src, Py_ssize_t k) noexcept nog
     b.n += k
     return 0
 
-cdef inline int64_t be64(const uint8_t* p) noexcept nogil:
-    return <int64_t>((<uint64_t>p[0] << 56) | (<uint64_t>p[1] << 48) | (<uint64_t>p[2] << 40)
-                     | (<uint64_t>p[3] << 32) | (<uint64_t>p[4] << 24) | (<uint64_t>p[5] << 16)
-                     | (<uint64_t>p[6] << 8) | <uint64_t>p[7])
-
-cdef inline int32_t be32(const uint8_t* p) noexcept nogil:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8)
-                     | <uint32_t>p[3])
-
-cdef inline int16_t be16(const uint8_t* p) noexcept nogil:
-    return <int16_t>((p[0] << 8) | p[1])
-
 cdef inline int fail(State* S, Py_ssize_t pos, const char* reason, const char* msg) noexcept nogil:
     S.err_pos = pos
     S.has_err_offset = 0
@@ -239,42 +231,17 @@ cdef inline int fail_at(State* S, Py_ssize_t pos, int64_t offset, const char* re
     return ERR_CORRUPT
 
 # Zigzag varint of at most ``maxb`` bytes (5 for int32, 10 for int64) at data[pos[0]:end].
-# Returns 0, -1 when truncated, -2 when too long.
+# Returns 0, -1 when truncated, -2 when too long (a varint whose ``maxb`` bytes all
+# continue up to ``end`` counts as truncated).
 cdef inline int rd_varint(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, int maxb,
                           int64_t* out) noexcept nogil:
-    cdef Py_ssize_t p = pos[0]
-    cdef uint64_t v = 0
-    cdef uint64_t b
-    cdef int shift = 0
-    cdef int i = 0
-    if p < end and d[p] < 0x80:
-        b = d[p]
-        out[0] = <int64_t>(b >> 1) ^ -<int64_t>(b & 1)
-        pos[0] = p + 1
-        return 0
-    if p + 1 < end and d[p + 1] < 0x80:
-        b = (d[p] & 0x7F) | (<uint64_t>d[p + 1] << 7)
-        out[0] = <int64_t>(b >> 1) ^ -<int64_t>(b & 1)
-        pos[0] = p + 2
-        return 0
-    while True:
-        if p >= end:
-            return -1
-        if i >= maxb:
-            return -2
-        b = d[p]
-        p += 1
-        i += 1
-        v |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    if maxb == 5:
-        v = <uint32_t>v
-        out[0] = <int64_t>(<int32_t>((<uint32_t>v >> 1) ^ -(<uint32_t>(v & 1))))
-    else:
-        out[0] = <int64_t>(v >> 1) ^ -<int64_t>(v & 1)
-    pos[0] = p
+    cdef uint64_t v
+    cdef int err = 0
+    cdef const uint8_t* q = kw_uvarint64(d + pos[0], d + end, maxb, &v, &err)
+    if q == NULL:
+        return -1 if (err == WIRE_TRUNCATED or pos[0] + maxb >= end) else -2
+    out[0] = zigzag32(<uint32_t>v) if maxb == 5 else zigzag64(v)
+    pos[0] = q - d
     return 0
 
 cdef inline int varint_fail(State* S, int r, Py_ssize_t pos, int64_t offset, int has_off) noexcept nogil:
@@ -633,16 +600,17 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
 
 
 cdef inline void v2_ctx(const uint8_t* d, Py_ssize_t pos, Ctx* x) noexcept nogil:
-    cdef int attrs = be16(d + pos + 21)
-    x.base_offset = be64(d + pos)
-    x.ts_type = (attrs >> 3) & 1
+    cdef V2Header h
+    read_v2_header(d + pos, &h)
+    x.base_offset = h.base_offset
+    x.ts_type = 1 if h.attributes & TIMESTAMP_TYPE_MASK else 0
     x.log_append = x.ts_type
-    x.txn = (attrs >> 4) & 1
-    x.control = (attrs >> 5) & 1
-    x.base_ts = be64(d + pos + 27)
-    x.max_ts = be64(d + pos + 35)
-    x.producer_id = be64(d + pos + 43)
-    x.count = be32(d + pos + 57)
+    x.txn = 1 if h.attributes & TRANSACTIONAL_MASK else 0
+    x.control = 1 if h.attributes & CONTROL_MASK else 0
+    x.base_ts = h.base_timestamp
+    x.max_ts = h.max_timestamp
+    x.producer_id = h.producer_id
+    x.count = h.record_count
     x.batch_pos = pos
 
 

@@ -7,6 +7,9 @@ struct from ``buf[pos:end]`` through a raw pointer with explicit bounds checks
 """
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from kafkawire._fast.wire cimport (kw_be_u32 as _be32, kw_be_u64 as _be64, kw_uvarint64,
+                                   zigzag32, zigzag64, WIRE_TRUNCATED, Bytes,
+                                   bytes_open, bytes_close)
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
@@ -84,57 +87,41 @@ cdef object _truncated(Py_ssize_t pos, Py_ssize_t need, Py_ssize_t end, str what
         "(truncated or corrupt message)", position=pos, reason="truncated")
 
 
-cdef inline uint32_t _be32(const unsigned char* p) nogil:
-    return ((<uint32_t>p[0]) << 24) | ((<uint32_t>p[1]) << 16) | ((<uint32_t>p[2]) << 8) | p[3]
-
-
-cdef inline uint64_t _be64(const unsigned char* p) nogil:
-    return ((<uint64_t>_be32(p)) << 32) | _be32(p + 4)
+cdef inline Py_ssize_t _need(Py_ssize_t start, Py_ssize_t end) noexcept nogil:
+    """Bytes a varint at ``start`` that ran into ``end`` needed at least."""
+    return end - start + 1 if end >= start else 1
 
 
 cdef int64_t _uvar(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end) except -1:
-    cdef Py_ssize_t pos = ppos[0], start = ppos[0]
+    cdef Py_ssize_t start = ppos[0]
     cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    while True:
-        if pos >= end:
-            raise _truncated(start, pos - start + 1, end, "unsigned varint")
-        b = p[pos]
-        pos += 1
-        result |= (<uint64_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-        if shift > 28:
-            raise MessageDecodeError("unsigned varint longer than 5 bytes", position=start,
-                                     reason="varint")
+    cdef int err = 0
+    cdef const unsigned char* q = kw_uvarint64(p + start, p + end, 5, &result, &err)
+    if q == NULL:
+        if err == WIRE_TRUNCATED:
+            raise _truncated(start, _need(start, end), end, "unsigned varint")
+        raise MessageDecodeError("unsigned varint longer than 5 bytes", position=start,
+                                 reason="varint")
     if result > 0xFFFFFFFF:
         raise MessageDecodeError("unsigned varint over 32 bits", position=start, reason="varint")
-    ppos[0] = pos
+    ppos[0] = q - p
     return <int64_t>result
 
 
 cdef object _zigzag_read(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end, int limit):
-    cdef Py_ssize_t pos = ppos[0], start = ppos[0]
+    """A zigzag varint of at most ``limit // 7`` bytes (limit 35: int32, 70: int64)."""
+    cdef Py_ssize_t start = ppos[0]
     cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    while True:
-        if pos >= end:
-            raise _truncated(start, pos - start + 1, end, "varint")
-        b = p[pos]
-        pos += 1
-        result |= (<uint64_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-        if shift >= limit:
-            raise MessageDecodeError("varint too long", position=start, reason="varint")
-    ppos[0] = pos
+    cdef int err = 0
+    cdef const unsigned char* q = kw_uvarint64(p + start, p + end, limit // 7, &result, &err)
+    if q == NULL:
+        if err == WIRE_TRUNCATED:
+            raise _truncated(start, _need(start, end), end, "varint")
+        raise MessageDecodeError("varint too long", position=start, reason="varint")
+    ppos[0] = q - p
     if limit == 35:
-        result &= 0xFFFFFFFF
-    return <int64_t>((result >> 1) ^ (-(<int64_t>(result & 1))))
+        return zigzag32(<uint32_t>result)
+    return zigzag64(result)
 
 
 cdef Py_ssize_t _length(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end, bint compact,
@@ -391,13 +378,17 @@ def decode_struct(buf, Py_ssize_t pos, Py_ssize_t end, tuple prog):
 
 def read_uvarint(buf, Py_ssize_t pos, Py_ssize_t end):
     """Read an unsigned varint (at most 5 bytes, 32 bits) -> (value, new_pos)."""
-    cdef const unsigned char[:] b = buf
+    cdef Bytes b
     cdef Py_ssize_t cur = pos
-    if not (0 <= pos <= end <= b.shape[0]):
-        raise MessageDecodeError("bad bounds", position=pos, reason="length")
-    if pos == end:
-        raise _truncated(pos, 1, end, "unsigned varint")
-    v = _uvar(&b[0], &cur, end)
+    bytes_open(&b, buf)
+    try:
+        if not (0 <= pos <= end <= b.n):
+            raise MessageDecodeError("bad bounds", position=pos, reason="length")
+        if pos == end:
+            raise _truncated(pos, 1, end, "unsigned varint")
+        v = _uvar(b.p, &cur, end)
+    finally:
+        bytes_close(&b)
     return v, cur
 
 

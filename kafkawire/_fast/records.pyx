@@ -15,7 +15,6 @@ from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes
 from cpython.list cimport PyList_New, PyList_SET_ITEM, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF, PyObject
-from cpython.pycapsule cimport PyCapsule_New
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
@@ -117,12 +116,7 @@ cdef class Record:
     The fields are exposed as member (slot) descriptors, installed at import
     (``_install_members``), so CPython reads them as fast as ``__slots__``.
     """
-    cdef object offset
-    cdef object timestamp
-    cdef object timestamp_type
-    cdef object key
-    cdef object value
-    cdef object headers
+    # fields: declared in records.pxd
 
     def __init__(self, offset=0, timestamp=-1, key=None, value=None, headers=None,
                  timestamp_type="CreateTime"):
@@ -261,31 +255,11 @@ cdef class RecordIterator:
     Returned by ``iter_records_v2``; holds the buffer until exhausted.  Decoding
     one record at a time keeps few objects alive, which spares the cyclic GC.
     """
-    cdef Py_buffer view
-    cdef bint held
-    cdef object owner
-    cdef const unsigned char *base
-    cdef const unsigned char *p
-    cdef const unsigned char *pend
-    cdef Py_ssize_t remaining
-    cdef int64_t base_offset, base_timestamp, max_timestamp
-    cdef bint lat
-    cdef object ts_name
-    cdef object last_ts
-    cdef int64_t last_ts_value
-    cdef list hcache
-    cdef list hvcache
-    cdef object on_error
-    cdef object err_batch        # a batch whose _on_kernel_error(exc, compressed) relocates errors
-    cdef bint err_compressed
-    # The last two records made.  One that nothing else references any more is
-    # unobservable, so the next record reuses it in place (as zip() reuses its
-    # result tuple): no allocation, and its empty headers list is kept when
-    # nothing else holds that either.  Two, because a for loop still holds the
-    # previous record while asking for the next.
-    cdef object spare0
-    cdef object spare1
-    cdef bint flip
+    # fields: declared in records.pxd.  spare0/spare1 are the last two records made.
+    # One that nothing else references any more is unobservable, so the next record
+    # reuses it in place (as zip() reuses its result tuple): no allocation, and its
+    # empty headers list is kept when nothing else holds that either.  Two, because
+    # a for loop still holds the previous record while asking for the next.
 
     def __dealloc__(self):
         if self.held:
@@ -341,7 +315,7 @@ cdef class RecordIterator:
             self.held = False
         return 0
 
-    cdef inline object _claim(self):
+    cdef object _claim(self):
         """The spare record the next record may be written into, held strongly, or None.
 
         Only a spare nothing but this iterator holds qualifies (then nothing can
@@ -357,7 +331,7 @@ cdef class RecordIterator:
             return <object>o
         return None
 
-    cdef inline Record _next(self):
+    cdef Record _next(self):
         """Decode the record at self.p (the caller checked remaining > 0)."""
         cdef kw_rec_t rec
         cdef int64_t ts, offset
@@ -407,7 +381,7 @@ cdef class RecordIterator:
         self.p = rec.end
         return self._emit(key, value, offset, None)
 
-    cdef inline Record _emit(self, object key, object value, int64_t offset, object headers):
+    cdef Record _emit(self, object key, object value, int64_t offset, object headers):
         """The record for these fields (timestamp: ``self.last_ts``); ``headers`` None means
         an empty list.  Reuses a spare record nothing else holds (see ``spare0``)."""
         cdef Record r
@@ -658,10 +632,10 @@ def iter_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
     return it
 
 
-cdef object _iter_v2_batch(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+cdef object iter_v2_batch(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
                            int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
                            int timestamp_type, object batch, bint compressed):
-    """``iter_records_v2`` for the compiled batch header (called through ``_ITER_V2_CAPSULE``):
+    """``iter_records_v2`` for the compiled batch header (cimported by scan.pyx):
     C arguments, and errors relocated by ``batch._on_kernel_error`` (no closure per batch)."""
     cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
     it.err_batch = batch
@@ -670,9 +644,6 @@ cdef object _iter_v2_batch(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssiz
              timestamp_type, None)
     return it
 
-
-# kafkawire._fast.scan's BatchHeader.__iter__ calls _iter_v2_batch through this capsule.
-_ITER_V2_CAPSULE = PyCapsule_New(<void *>_iter_v2_batch, b"kafkawire._fast.records.iter_v2", NULL)
 
 
 def decode_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,

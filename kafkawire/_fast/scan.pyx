@@ -10,7 +10,11 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
-from kafkawire._fast.wire cimport kw_be_i16, kw_be_i32, kw_be_u32, kw_be_i64
+from kafkawire._fast.wire cimport kw_be_i32, kw_be_u32, kw_be_i64
+from kafkawire._fast.framing cimport V2Header, read_v2_header, frame_length, frame_magic
+from kafkawire._fast.format cimport (LOG_OVERHEAD, V2_MIN_LENGTH, V0_MIN_LENGTH, V1_MIN_LENGTH,
+                                    V2_CRC, V2_CRC_START, V2_RECORDS, COMPRESSION_MASK,
+                                    TIMESTAMP_TYPE_MASK, CODEC_ZSTD)
 
 import zlib
 import numpy as np
@@ -63,33 +67,34 @@ cdef int scan_core(const unsigned char *buf, Py_ssize_t *ppos, Py_ssize_t end,
     cdef int64_t *row
     cdef int64_t ts
     cdef const unsigned char *b
+    cdef V2Header h
     cdef int status = 0
     cdef Py_ssize_t avg = 0, guess, j
     while pos < end:
         if max_count >= 0 and rows.n >= max_count:
             break
-        if end - pos < 12:
+        if end - pos < LOG_OVERHEAD:
             status = 1
             break
         b = buf + pos
-        length = kw_be_i32(b + 8)
-        if length < 14:
+        length = frame_length(b)
+        if length < V0_MIN_LENGTH:
             status = 2
             break
-        size = <Py_ssize_t>length + 12
+        size = <Py_ssize_t>length + LOG_OVERHEAD
         if size > end - pos:
             status = 1
             break
-        magic = <signed char>b[16]
+        magic = frame_magic(b)
         if magic == 2:
-            if length < 49:
+            if length < V2_MIN_LENGTH:
                 status = 2
                 break
-            if check_crc and kw_crc32c(0, b + 21, size - 21) != kw_be_u32(b + 17):
+            if check_crc and kw_crc32c(0, b + V2_CRC_START, size - V2_CRC_START) != kw_be_u32(b + V2_CRC):
                 status = 4
                 break
         elif magic == 0 or magic == 1:
-            if magic == 1 and length < 22:
+            if magic == 1 and length < V1_MIN_LENGTH:
                 status = 2
                 break
             if check_crc and not skip_legacy_crc:
@@ -109,17 +114,18 @@ cdef int scan_core(const unsigned char *buf, Py_ssize_t *ppos, Py_ssize_t end,
         row[4] = magic
         row[6] = kw_be_u32(b + 12)
         if magic == 2:
-            row[2] = kw_be_i64(b)
-            row[3] = row[2] + kw_be_i32(b + 23)
-            row[5] = <unsigned short>kw_be_i16(b + 21)
-            row[7] = kw_be_i32(b + 12)
-            row[6] = kw_be_u32(b + 17)
-            row[8] = kw_be_i64(b + 27)
-            row[9] = kw_be_i64(b + 35)
-            row[10] = kw_be_i64(b + 43)
-            row[11] = kw_be_i16(b + 51)
-            row[12] = kw_be_i32(b + 53)
-            row[13] = kw_be_i32(b + 57)
+            read_v2_header(b, &h)
+            row[2] = h.base_offset
+            row[3] = h.base_offset + h.last_offset_delta
+            row[5] = h.attributes
+            row[7] = h.partition_leader_epoch
+            row[6] = h.crc
+            row[8] = h.base_timestamp
+            row[9] = h.max_timestamp
+            row[10] = h.producer_id
+            row[11] = h.producer_epoch
+            row[12] = h.base_sequence
+            row[13] = h.record_count
         else:
             attrs = b[17]
             ts = kw_be_i64(b + 18) if magic == 1 else -1
@@ -201,7 +207,7 @@ def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_coun
 
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.pycapsule cimport PyCapsule_GetPointer
+from kafkawire._fast.records cimport iter_v2_batch
 from cpython.object cimport PyTypeObject
 from kafkawire._fast.cpython_tricks cimport tricks_enabled, kw_gc_new
 
@@ -226,21 +232,7 @@ cdef object _N_PRODUCER_ID = "producer_id"
 cdef object _N_RECORD_COUNT = "record_count"
 cdef object _N_ATTRIBUTES = "attributes"
 cdef object _N_COMPRESSION = "compression"
-cdef tuple _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
-
-
-ctypedef object (*iter_v2_fn)(object, Py_ssize_t, Py_ssize_t, Py_ssize_t, int64_t, int64_t,
-                              int64_t, int, object, bint)
-cdef iter_v2_fn _iter_v2 = NULL
-
-
-cdef int _load_iter_v2() except -1:
-    """Fetch the records kernel's C iterator constructor (a capsule; no .pxd between modules)."""
-    global _iter_v2
-    from kafkawire._fast import records
-    _iter_v2 = <iter_v2_fn>PyCapsule_GetPointer(records._ITER_V2_CAPSULE,
-                                                b"kafkawire._fast.records.iter_v2")
-    return 0
+from kafkawire._format import CODEC_NAMES as _CODEC_NAMES
 
 
 cdef class BatchHeader:
@@ -278,8 +270,8 @@ cdef class BatchHeader:
         if name is _N_MAX_TIMESTAMP:
             return self.max_timestamp
         if name is _N_COMPRESSION:
-            if self.attributes & 7 < 5:
-                return _CODEC_NAMES[self.attributes & 7]
+            if self.attributes & COMPRESSION_MASK <= CODEC_ZSTD:
+                return _CODEC_NAMES[self.attributes & COMPRESSION_MASK]
         elif name is _N_FIRST_TIMESTAMP:
             return self.first_timestamp
         elif name is _N_PRODUCER_ID:
@@ -299,23 +291,22 @@ cdef class BatchHeader:
         cdef object buf
         cdef Py_ssize_t start, end
         cdef bint compressed = False
-        if _iter_v2 == NULL:
-            _load_iter_v2()
-        if self.attributes & 7 == 0:
+        if self.attributes & COMPRESSION_MASK == 0:
             buf = self._buf
-            start = self._pos + 61
+            start = self._pos + V2_RECORDS
             end = self._pos + self.size
         else:
             buf, start, end, compressed = self._payload()
-        return _iter_v2(buf, start, end, self.record_count, self.base_offset,
-                        self.first_timestamp, self.max_timestamp, (self.attributes >> 3) & 1,
+        return iter_v2_batch(buf, start, end, self.record_count, self.base_offset,
+                        self.first_timestamp, self.max_timestamp,
+                        1 if self.attributes & TIMESTAMP_TYPE_MASK else 0,
                         self, compressed)
 
     @property
     def compression(self):
         """Codec name of attributes bits 0-2 (the subclass's ``_unknown_codec`` raises otherwise)."""
-        cdef int cid = self.attributes & 7
-        if cid < 5:
+        cdef int cid = self.attributes & COMPRESSION_MASK
+        if cid <= CODEC_ZSTD:
             return _CODEC_NAMES[cid]
         return self._unknown_codec(cid)
 

@@ -43,7 +43,7 @@ import struct
 
 from kafkawire import _dumpfmt_common as C
 from kafkawire._pure.crc import crc32c
-from kafkawire._pure.wire import flat
+from kafkawire._pure.wire import flat, read_uvarint, zigzag
 
 __all__ = ["dump_batches", "dump_records"]
 
@@ -70,21 +70,12 @@ _view = flat
 
 
 def _varint(buf, pos, end, maxb):
-    start = pos
-    result = 0
-    shift = 0
-    for _ in range(maxb):
-        if pos >= end:
-            raise _Fail(C.E_VARINT_TRUNC, start)
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            bits = 32 if maxb == 5 else 64
-            result &= (1 << bits) - 1
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-    raise _Fail(C.E_VARINT_LONG, start)
+    result, nxt = read_uvarint(buf, pos, end, maxb)
+    if result < 0:
+        raise _Fail(C.E_VARINT_TRUNC if result == -1 else C.E_VARINT_LONG, pos)
+    if maxb == 5:
+        result &= 0xFFFFFFFF
+    return zigzag(result), nxt
 
 
 def _utf8_ok(b) -> bool:

@@ -17,6 +17,8 @@ from kafkawire._protocol_common import (
     NSTRUCT, RECORDS, STRING, STRUCT, UINT16, UINT32, UNKNOWN_TAGS, UUID, UVARINT, VARINT,
     VARLONG,
 )
+from kafkawire._pure.wire import flat, zigzag
+from kafkawire._pure.wire import read_uvarint as _wire_uvarint
 
 __all__ = ["decode_struct", "encode_struct", "encode_message", "read_uvarint"]
 
@@ -40,44 +42,37 @@ def _truncated(pos: int, need: int, end: int, what: str) -> MessageDecodeError:
 
 def read_uvarint(buf, pos: int, end: int):
     """Read an unsigned varint (at most 5 bytes, 32 bits) -> (value, new_pos)."""
-    result = 0
-    shift = 0
-    start = pos
-    while True:
-        if pos >= end:
-            raise _truncated(start, pos - start + 1, end, "unsigned varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise MessageDecodeError("unsigned varint longer than 5 bytes", position=start,
-                                     reason="varint")
+    buf = flat(buf)
+    if not 0 <= pos <= end <= len(buf):
+        raise MessageDecodeError("bad bounds", position=pos, reason="length")
+    return _uvar(buf, pos, end)
+
+
+def _uvar(buf, pos: int, end: int):
+    """The unsigned varint at ``pos`` of a flat buffer (the decoders' reader)."""
+    result, nxt = _wire_uvarint(buf, pos, end, 5)
+    if result == -1:
+        raise _truncated(pos, max(end - pos + 1, 1), end, "unsigned varint")
+    if result == -2:
+        raise MessageDecodeError("unsigned varint longer than 5 bytes", position=pos,
+                                 reason="varint")
+    return result, nxt
 
 
 def _read_varlong(buf, pos: int, end: int, limit: int):
-    result = 0
-    shift = 0
-    start = pos
-    while True:
-        if pos >= end:
-            raise _truncated(start, pos - start + 1, end, "varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift >= limit:
-            raise MessageDecodeError("varint too long", position=start, reason="varint")
+    """A zigzag varint of at most ``limit // 7`` bytes (35: int32, 70: int64)."""
+    result, nxt = _wire_uvarint(buf, pos, end, limit // 7)
+    if result == -1:
+        raise _truncated(pos, max(end - pos + 1, 1), end, "varint")
+    if result == -2:
+        raise MessageDecodeError("varint too long", position=pos, reason="varint")
+    return zigzag(result), nxt
 
 
 def _length(buf, pos, end, compact, wide, nullable, what):
     """Read a string/bytes/array length prefix -> (length or -1 for null, new_pos)."""
     if compact:
-        n, pos2 = read_uvarint(buf, pos, end)
+        n, pos2 = _uvar(buf, pos, end)
         n -= 1
     elif wide:
         if pos + 4 > end:
@@ -168,7 +163,7 @@ def _decode_value(mv, pos, end, code, arg):
             raise _truncated(pos, 16, end, "uuid")
         return _uuid.UUID(bytes=bytes(mv[pos:pos + 16])), pos + 16
     if code == UVARINT:
-        return read_uvarint(mv, pos, end)
+        return _uvar(mv, pos, end)
     if code == VARINT:
         return _read_varlong(mv, pos, end, 35)
     if code == VARLONG:
@@ -225,11 +220,11 @@ def _decode(mv, pos, end, prog):
         else:
             d[name], pos = _decode_value(mv, pos, end, code, arg)
     if flexible:
-        count, pos = read_uvarint(mv, pos, end)
+        count, pos = _uvar(mv, pos, end)
         unknown = None
         for _ in range(count):
-            tag, pos = read_uvarint(mv, pos, end)
-            size, pos = read_uvarint(mv, pos, end)
+            tag, pos = _uvar(mv, pos, end)
+            size, pos = _uvar(mv, pos, end)
             if size > end - pos:
                 raise MessageDecodeError(
                     f"tagged field {tag} of {size} bytes runs past the end of the frame",

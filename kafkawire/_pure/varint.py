@@ -11,7 +11,7 @@ bytes and raise ``ValueError`` for values out of range.
 from __future__ import annotations
 
 from kafkawire.errors import CorruptRecordError
-from kafkawire._pure.wire import flat
+from kafkawire._pure.wire import flat, read_uvarint
 
 __all__ = ["read_varint", "read_varlong", "read_unsigned_varint", "read_unsigned_varlong",
            "write_varint", "write_varlong", "write_unsigned_varint", "write_unsigned_varlong",
@@ -24,21 +24,14 @@ def _read_unsigned(buf, pos: int, max_bytes: int):
         b = buf[pos]
         if b < 0x80:  # one-byte varint: most lengths and counts
             return b, pos + 1
-    start = pos
-    result = 0
-    shift = 0
-    for _ in range(max_bytes):
-        if pos >= n or pos < 0:
-            raise CorruptRecordError("varint runs past the end of the data",
-                                     position=start, reason="truncated")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-    raise CorruptRecordError(f"varint longer than {max_bytes} bytes", position=start,
-                             reason="varint")
+    result, nxt = read_uvarint(buf, pos, n, max_bytes) if pos >= 0 else (-1, pos)
+    if result == -1:
+        raise CorruptRecordError("varint runs past the end of the data",
+                                 position=pos, reason="truncated")
+    if result == -2:
+        raise CorruptRecordError(f"varint longer than {max_bytes} bytes", position=pos,
+                                 reason="varint")
+    return result, nxt
 
 
 _view = flat

@@ -8,6 +8,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, List, Optional
 
+from kafkawire import _format as F
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.compression import decompress as _decompress
@@ -16,8 +17,8 @@ from kafkawire.errors import CorruptRecordError, KafkaWireError
 __all__ = ["RecordBatch", "CODEC_NAMES", "concrete_batch_class"]
 
 #: Codec names by attribute id (bits 0-2).
-CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
-_CONTROL_TYPES = {0: "abort", 1: "commit"}
+CODEC_NAMES = F.CODEC_NAMES
+_CONTROL_TYPES = F.CONTROL_TYPE_NAMES
 _INT32_MAX = 0x7FFFFFFF
 
 

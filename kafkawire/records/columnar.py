@@ -104,12 +104,13 @@ from typing import Any, Dict, Iterator, Optional
 
 import numpy as np
 
+from kafkawire import _format as F
 from kafkawire import _columnar_common as _C
 from kafkawire import compression
 from kafkawire import _kernels as K
 from kafkawire.errors import CorruptRecordError, KafkaWireError
 
-_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+_CODEC_NAMES = F.CODEC_NAMES
 
 
 class ColumnChunk:
