@@ -128,3 +128,27 @@ def test_format_constants_are_declared_alike_for_python_and_cython():
     assert declared == {name: getattr(F, name) for name in F.INT_CONSTANTS}
     assert len(F.CODEC_NAMES) == F.CODEC_ZSTD + 1
     assert F.V2_RECORDS == F.V2_HEADER_SIZE == F.V2_RECORD_COUNT + 4
+
+
+@pytest.mark.one_backend
+def test_kernels_call_no_front_end_method():
+    """What a kernel needs from the front end is passed down (hooks, callables), never
+    looked up by name on the front end's objects."""
+    pure_dir = os.path.join(os.path.dirname(FAST_DIR), "_pure")
+    front_end_methods = ("_payload", "_unknown_codec", "_on_kernel_error", "_relocate")
+    for folder, ext in ((FAST_DIR, (".pyx", ".pxd")), (pure_dir, (".py",))):
+        for name in os.listdir(folder):
+            if name.endswith(ext):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    text = f.read()
+                for method in front_end_methods:
+                    assert "." + method not in text, (name, method)
+
+
+def test_batches_made_without_hooks_still_decode_uncompressed_records():
+    from kafkawire.records import BatchBuilder
+    from kafkawire.records.batch import concrete_batch_class
+    b = BatchBuilder(2, "none", base_offset=5)
+    b.append(b"v", key=b"k")
+    objs = K.scan_batch_objects(b.build(), 0, -1, -1, False, concrete_batch_class(), 0, None)[0]
+    assert [(r.offset, r.key, r.value) for r in objs[0]] == [(5, b"k", b"v")]

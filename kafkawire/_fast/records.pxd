@@ -30,7 +30,8 @@ cdef class RecordIterator:
     cdef list hcache
     cdef list hvcache
     cdef object on_error
-    cdef object err_batch        # a batch whose _on_kernel_error(exc, compressed) relocates errors
+    cdef object err_relocate     # relocate(exc, batch, compressed) -> the exception to raise
+    cdef object err_batch
     cdef bint err_compressed
     # The last two records made (see records.pyx): a dropped one is reused.
     cdef object spare0
@@ -50,4 +51,5 @@ cdef class RecordIterator:
 
 cdef object iter_v2_batch(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
                           int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
-                          int timestamp_type, object batch, bint compressed)
+                          int timestamp_type, object batch, bint compressed,
+                          object relocate)

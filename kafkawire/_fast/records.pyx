@@ -300,8 +300,8 @@ cdef class RecordIterator:
         if self.held:
             PyBuffer_Release(&self.view)
             self.held = False
-        if self.err_batch is not None:
-            exc = self.err_batch._on_kernel_error(exc, self.err_compressed)
+        if self.err_relocate is not None:
+            exc = self.err_relocate(exc, self.err_batch, self.err_compressed)
         elif self.on_error is not None:
             exc = self.on_error(exc)
         raise exc
@@ -634,10 +634,13 @@ def iter_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
 
 cdef object iter_v2_batch(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
                            int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
-                           int timestamp_type, object batch, bint compressed):
+                           int timestamp_type, object batch, bint compressed,
+                           object relocate):
     """``iter_records_v2`` for the compiled batch header (cimported by scan.pyx):
-    C arguments, and errors relocated by ``batch._on_kernel_error`` (no closure per batch)."""
+    C arguments, and errors relocated by ``relocate(exc, batch, compressed)`` (the caller's
+    function: no closure per batch)."""
     cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+    it.err_relocate = relocate
     it.err_batch = batch
     it.err_compressed = compressed
     it._open(buf, start, end, count, base_offset, base_timestamp, max_timestamp,

@@ -10,6 +10,7 @@ class BatchHeader:
     _base_position: int
     _max_size: Optional[int]
     _control: Any
+    _hooks: Optional[Tuple[Any, Any]]
     _pos: int
     size: int
     base_offset: int
@@ -29,5 +30,6 @@ _H = TypeVar("_H", bound=BatchHeader)
 def scan_batches(buf: Buffer, start: int = 0, end: int = -1, max_count: int = -1,
                  check_crc: bool = False) -> Tuple[np.ndarray, int, int]: ...
 def scan_batch_objects(buf: Buffer, start: int, end: int, max_count: int, check_crc: bool,
-                       v2_type: Type[_H], base_position: Any, max_size: Any
+                       v2_type: Type[_H], base_position: Any, max_size: Any,
+                       hooks: Optional[Tuple[Any, Any]] = None
                        ) -> Tuple[List[Union[_H, Tuple[int, ...]]], int, int, int]: ...

@@ -220,6 +220,15 @@ cdef extern from "Python.h":
 cdef tuple _NO_ARGS = ()
 
 _ACYCLIC = {bytes, int, type(None), str, float, bool}
+_FUNCTION = type(lambda: None)
+
+
+cdef bint _acyclic_hooks(object hooks):
+    """True for None or a tuple of plain (module-level) functions: no garbage cycle
+    through a batch object can pass through them."""
+    if hooks is None:
+        return True
+    return type(hooks) is tuple and all(type(f) is _FUNCTION for f in hooks)
 
 cdef extern from "Python.h":
     object PyObject_GenericGetAttr(object o, object name)
@@ -245,6 +254,7 @@ cdef class BatchHeader:
     cdef public object _base_position
     cdef public object _max_size
     cdef public object _control
+    cdef public object _hooks
     cdef public Py_ssize_t _pos
     cdef public int64_t size
     cdef public int64_t base_offset
@@ -286,7 +296,10 @@ cdef class BatchHeader:
         """The batch's records, one ``Record`` per step (decompressed first if needed).
 
         Uncompressed batches go straight from these C fields to the records
-        kernel's iterator; compressed ones through the front end's ``_payload``.
+        kernel's iterator.  What the kernel does not do itself comes from the
+        ``hooks`` the front end passed to ``scan_batch_objects``: ``payload(batch)``
+        decompresses a compressed batch (-> buffer, start, end, compressed) and
+        ``relocate(exc, batch, compressed)`` re-anchors a records error.
         """
         cdef object buf
         cdef Py_ssize_t start, end
@@ -296,28 +309,20 @@ cdef class BatchHeader:
             start = self._pos + V2_RECORDS
             end = self._pos + self.size
         else:
-            buf, start, end, compressed = self._payload()
+            buf, start, end, compressed = (<tuple>self._hooks)[0](self)
         return iter_v2_batch(buf, start, end, self.record_count, self.base_offset,
                         self.first_timestamp, self.max_timestamp,
                         1 if self.attributes & TIMESTAMP_TYPE_MASK else 0,
-                        self, compressed)
-
-    @property
-    def compression(self):
-        """Codec name of attributes bits 0-2 (the subclass's ``_unknown_codec`` raises otherwise)."""
-        cdef int cid = self.attributes & COMPRESSION_MASK
-        if cid <= CODEC_ZSTD:
-            return _CODEC_NAMES[cid]
-        return self._unknown_codec(cid)
+                        self, compressed, None if self._hooks is None else self._hooks[1])
 
 
 cdef bint _layout_known():
-    """True when BatchHeader's four object fields follow the object header in order."""
+    """True when BatchHeader's five object fields follow the object header in order."""
     cdef BatchHeader h = BatchHeader.__new__(BatchHeader)
-    marks = (object(), object(), object(), object())
-    h._buf, h._base_position, h._max_size, h._control = marks
+    marks = (object(), object(), object(), object(), object())
+    h._buf, h._base_position, h._max_size, h._control, h._hooks = marks
     cdef PyObject **f = <PyObject **>((<char *><PyObject *>h) + sizeof(PyObject))
-    return all(f[j] == <PyObject *>marks[j] for j in range(4))
+    return all(f[j] == <PyObject *>marks[j] for j in range(5))
 
 
 # with a known layout, objects are made with _PyObject_GC_New (no zero-fill, not
@@ -327,7 +332,7 @@ cdef Py_ssize_t _HEADER_SIZE = BatchHeader.__basicsize__
 
 
 def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_count,
-                       bint check_crc, type v2_type, base_position, max_size):
+                       bint check_crc, type v2_type, base_position, max_size, hooks=None):
     """``scan_batches``, building objects instead of an array; see ``kafkawire._pure.scan``."""
     cdef Py_buffer view
     cdef Rows rows
@@ -350,7 +355,7 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
     # the objects hold only ints and the caller's values; when those cannot
     # reference the objects back (no cycles), the cyclic GC need not track them
     cdef bint untrack = (plain and type(buf) in _ACYCLIC and type(base_position) in _ACYCLIC
-                         and type(max_size) in _ACYCLIC)
+                         and type(max_size) in _ACYCLIC and _acyclic_hooks(hooks))
     rows.data = NULL
     rows.n = 0
     rows.cap = 0
@@ -382,6 +387,8 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
                     f[2] = <PyObject *>max_size
                     Py_INCREF(None)
                     f[3] = <PyObject *>None
+                    Py_INCREF(hooks)
+                    f[4] = <PyObject *>hooks
                     h = <BatchHeader>obj
                     Py_DECREF(<object>obj)  # `h` holds the reference now
                     if not untrack:
@@ -399,6 +406,7 @@ def scan_batch_objects(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_cou
                     h._buf = buf
                     h._base_position = base_position
                     h._max_size = max_size
+                    h._hooks = hooks
                 h._pos = row[0]
                 h.size = row[1]
                 h.base_offset = row[2]

@@ -64,7 +64,7 @@ def scan_batches(buf, start: int = 0, end: int = -1, max_count: int = -1,
     return headers, pos, status
 
 
-def _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_size):
+def _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_size, hooks=None):
     """The scan loop behind both kernels -> ``(items, stop, status, n_legacy)``.
 
     Items are row tuples, except that with a ``v2_type`` a v2 batch becomes an
@@ -134,6 +134,7 @@ def _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_siz
                 b._base_position = base_position
                 b._max_size = max_size
                 b._control = None
+                b._hooks = hooks
                 append(b)
         elif magic == 1 or magic == 0:
             if magic == 1:
@@ -165,33 +166,27 @@ class BatchHeader:
     ``scan_batch_objects`` fills every slot.
     """
 
-    __slots__ = ("_buf", "_base_position", "_max_size", "_control", "_pos", "size",
+    __slots__ = ("_buf", "_base_position", "_max_size", "_control", "_hooks", "_pos", "size",
                  "base_offset", "last_offset", "attributes", "crc", "partition_leader_epoch",
                  "first_timestamp", "max_timestamp", "producer_id", "producer_epoch",
                  "base_sequence", "record_count")
 
-    @property
-    def compression(self):
-        """Codec name of attributes bits 0-2 (the subclass's ``_unknown_codec`` raises otherwise)."""
-        name = _CODEC_NAMES[self.attributes & 7]  # C.COMPRESSION_MASK
-        if name is None:
-            return self._unknown_codec(self.attributes & 7)
-        return name
-
-
-#: codec names by attributes bits 0-2 (ids 5-7 are unknown)
-_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd", None, None, None)
 def scan_batch_objects(buf, start: int, end: int, max_count: int, check_crc: bool, v2_type,
-                       base_position, max_size):
+                       base_position, max_size, hooks=None):
     """``scan_batches``, building objects instead of an array.
 
     Returns ``(objects, stop_position, status, n_legacy)``: for a v2 row a new
     ``v2_type`` instance (a subclass of this backend's :class:`BatchHeader`,
     created without ``__init__``) holding the row's header fields, ``buf``,
-    ``base_position`` and ``max_size`` (``_control`` None); for a v0/v1 row the
-    row as a tuple (``n_legacy`` counts them).  It lets the front end skip a
-    Python-level constructor per batch.
+    ``base_position``, ``max_size`` and ``hooks`` (``_control`` None); for a v0/v1
+    row the row as a tuple (``n_legacy`` counts them).  It lets the front end skip
+    a Python-level constructor per batch.  ``hooks`` is what iterating a batch
+    needs from the front end and the kernels do not do themselves:
+    ``(payload, relocate)``, with ``payload(batch) -> (buffer, start, end,
+    compressed)`` (the records region, decompressed) and ``relocate(exc, batch,
+    compressed) -> exception`` (a records error re-anchored to the batch).
     """
     if not issubclass(v2_type, BatchHeader):
         raise TypeError("scan_batch_objects: v2_type must subclass this backend's BatchHeader")
-    return _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_size)
+    return _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_size,
+                 hooks)

@@ -59,6 +59,7 @@ class RecordBatch:
         b._base_position = base_position
         b._max_size = max_size
         b._control = None
+        b._hooks = KERNEL_HOOKS
         return b
 
     @classmethod
@@ -212,10 +213,6 @@ class RecordBatch:
             return buf
         return memoryview(buf).cast("B")[start:end]
 
-    def _on_kernel_error(self, exc: CorruptRecordError, compressed: bool) -> CorruptRecordError:
-        """Relocate a records-kernel error to this batch (called by the compiled iterator)."""
-        return _relocate(exc, self, compressed)
-
     def records(self) -> List:
         """Decode every record (decompressing first if needed) into a new list."""
         return K.decode_records_v2(*self._args())
@@ -268,6 +265,10 @@ class RecordBatch:
                 f"timestamp_type={self.timestamp_type!r}, position={self.position}, "
                 f"size={self.size})")
 
+
+#: What the batch kernels need from this module, passed down to ``K.scan_batch_objects``:
+#: decompression of a batch's records and re-anchoring of a records error.
+KERNEL_HOOKS = (RecordBatch._payload, _relocate)
 
 _CONCRETE: dict = {}
 

@@ -14,7 +14,7 @@ from typing import Iterator, Optional, Union
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.errors import CorruptRecordError
-from kafkawire.records.batch import RecordBatch, concrete_batch_class
+from kafkawire.records.batch import KERNEL_HOOKS, RecordBatch, concrete_batch_class
 from kafkawire.records.legacy import LegacyBatch
 
 __all__ = ["iter_batches", "BatchIterator", "SCAN_CHUNK"]
@@ -72,7 +72,7 @@ class BatchIterator:
         verify = self._verify
         while True:
             objs, stop, status, n_legacy = scan(buf, pos, end, SCAN_CHUNK, verify, v2_type,
-                                                base, msize)
+                                                base, msize, KERNEL_HOOKS)
             if n_legacy:
                 objs = [legacy_from_row(buf, b, base, msize) if type(b) is tuple else b
                         for b in objs]
