@@ -11,6 +11,10 @@
 #   an int or bytes object only the record holds is rewritten in place.
 # * kw_gc_new (scan.scan_batch_objects): objects made without zero-filling, after a
 #   layout probe, for subclasses of BatchHeader that add no storage.
+# Not tricks (they hold on every interpreter, so they are not switched): Record's
+# member descriptors use offsetof on its object struct (records.pyx), and the
+# compiled BatchHeader.__getattribute__ answers its hottest names by identity with
+# interned strings before the generic lookup (a miss only costs the generic path).
 from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport int64_t
 

@@ -162,30 +162,41 @@ cdef Py_ssize_t _F_OFFSET, _F_TIMESTAMP, _F_TSTYPE, _F_KEY, _F_VALUE, _F_HEADERS
 _MEMBER_NAMES = (b"offset", b"timestamp", b"timestamp_type", b"key", b"value", b"headers")
 
 
-cdef Py_ssize_t _field_offset(Record proto, object sentinel) except -1:
-    """Byte offset of the field of ``proto`` that holds ``sentinel`` (found by scanning)."""
-    cdef char *base = <char *><PyObject *>proto
-    cdef Py_ssize_t size = (<object>Record).__basicsize__
-    cdef Py_ssize_t off = sizeof(PyObject)
-    while off + <Py_ssize_t>sizeof(PyObject *) <= size:
-        if (<PyObject **>(base + off))[0] == <PyObject *>sentinel:
-            return off
-        off += sizeof(PyObject *)
-    raise RuntimeError("kafkawire: Record field layout not found")
+cdef extern from *:
+    """
+    /* Byte offsets of the fields of Record's object struct (the name Cython gives
+       it: a rename is a compile error, never a wrong offset). */
+    #define KW_RECORD_FIELD(f) ((Py_ssize_t)offsetof(struct __pyx_obj_9kafkawire_5_fast_7records_Record, f))
+    #define KW_OFF_OFFSET KW_RECORD_FIELD(offset)
+    #define KW_OFF_TIMESTAMP KW_RECORD_FIELD(timestamp)
+    #define KW_OFF_TIMESTAMP_TYPE KW_RECORD_FIELD(timestamp_type)
+    #define KW_OFF_KEY KW_RECORD_FIELD(key)
+    #define KW_OFF_VALUE KW_RECORD_FIELD(value)
+    #define KW_OFF_HEADERS KW_RECORD_FIELD(headers)
+    """
+    const Py_ssize_t KW_OFF_OFFSET
+    const Py_ssize_t KW_OFF_TIMESTAMP
+    const Py_ssize_t KW_OFF_TIMESTAMP_TYPE
+    const Py_ssize_t KW_OFF_KEY
+    const Py_ssize_t KW_OFF_VALUE
+    const Py_ssize_t KW_OFF_HEADERS
 
 
 cdef _install_members():
     """Expose Record's fields as T_OBJECT_EX member descriptors (fast attribute access)."""
-    cdef Record proto = Record.__new__(Record)
-    sentinels = [object() for _ in range(6)]
-    proto.offset, proto.timestamp, proto.timestamp_type = sentinels[0], sentinels[1], sentinels[2]
-    proto.key, proto.value, proto.headers = sentinels[3], sentinels[4], sentinels[5]
     names = _MEMBER_NAMES
+    cdef Py_ssize_t offsets[6]
+    offsets[0] = KW_OFF_OFFSET
+    offsets[1] = KW_OFF_TIMESTAMP
+    offsets[2] = KW_OFF_TIMESTAMP_TYPE
+    offsets[3] = KW_OFF_KEY
+    offsets[4] = KW_OFF_VALUE
+    offsets[5] = KW_OFF_HEADERS
     cdef dict tdict = <dict>(<PyTypeObject *>Record).tp_dict
     for i in range(6):
         _members[i].name = names[i]
         _members[i].type = T_OBJECT_EX
-        _members[i].offset = _field_offset(proto, sentinels[i])
+        _members[i].offset = offsets[i]
         _members[i].flags = 0
         _members[i].doc = NULL
         tdict[names[i].decode()] = PyDescr_NewMember(Record, &_members[i])
