@@ -2,17 +2,29 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any
 
 from kafkawire import errors
 from kafkawire import _kernels
 
+if TYPE_CHECKING:
+    # What type checkers see; at run time these load on first use (``__getattr__``).
+    from kafkawire.client import Client, Producer
+    from kafkawire.log import Log, LogDir, LogWriter, Segment
+    from kafkawire.records import BatchBuilder, RecordBatch, iter_batches
+    from kafkawire.records._types import Record
+
+    backend: str
+
 __version__ = "0.1.0"
 
-__all__ = ["iter_batches", "Record", "Log", "LogDir", "Segment", "LogWriter", "Producer",
-           "backend", "errors", "__version__"]
+__all__ = ["iter_batches", "Record", "RecordBatch", "BatchBuilder", "Log", "LogDir", "Segment",
+           "LogWriter", "Client", "Producer", "backend", "errors", "__version__"]
 
 _LAZY = {
     "iter_batches": ("kafkawire.records", "iter_batches"),
+    "RecordBatch": ("kafkawire.records", "RecordBatch"),
+    "BatchBuilder": ("kafkawire.records", "BatchBuilder"),
     "Log": ("kafkawire.log", "Log"),
     "LogDir": ("kafkawire.log", "LogDir"),
     "Segment": ("kafkawire.log", "Segment"),
@@ -45,7 +57,7 @@ if _kernels.backend == "pure" and _kernels.fast_error is not None:
         errors.PureBackendWarning, stacklevel=2)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # ``backend`` and ``Record`` follow the active kernel backend (the test
     # suite switches it); the rest load on first use to keep import cheap.
     if name == "backend":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
-from typing import Dict
+from typing import TYPE_CHECKING, Any, Dict
 
 #: Kernel modules every backend must provide, with identical names and signatures.
 MODULES = ("crc", "varint", "scan", "records", "columnar", "index", "protocol", "dumpfmt")
@@ -23,6 +23,10 @@ MODULES = ("crc", "varint", "scan", "records", "columnar", "index", "protocol", 
 backend: str = ""
 fast_error: "BaseException | None" = None
 _loaded: Dict[str, Dict[str, ModuleType]] = {}
+
+if TYPE_CHECKING:
+    # The kernel names are bound at run time by use(); the kernel modules' stubs type them.
+    def __getattr__(name: str) -> Any: ...
 
 
 def _load(name: str) -> Dict[str, ModuleType]:

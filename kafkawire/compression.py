@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from kafkawire.errors import CorruptRecordError, RecordTooLargeError, UnsupportedCodecError
 
@@ -83,10 +83,10 @@ def codec_name(cid: Union[int, str]) -> str:
 
 # --------------------------------------------------------------- library loading
 
-_libs: Dict[str, object] = {}
+_libs: Dict[str, Any] = {}
 
 
-def _lib(name: str):
+def _lib(name: str) -> Any:
     """Import the codec library lazily; a missing one names the package to install."""
     mod = _libs.get(name)
     if mod is not None:
@@ -99,7 +99,7 @@ def _lib(name: str):
             import lz4.frame
             mod = lz4
         else:
-            import zstandard as mod  # type: ignore[no-redef]
+            import zstandard as mod
     except ImportError as exc:
         raise UnsupportedCodecError(
             f"the {name} codec needs a library that is not installed ({exc}); "
@@ -308,10 +308,10 @@ def _snappy_decompress(data: Buffer, limit: int, magic: int) -> bytes:
         raise _corrupt("snappy", exc) from None
 
 
-_LZ4_DESCRIPTORS: Dict[bytes, tuple] = {}
+_LZ4_DESCRIPTORS: Dict[bytes, Tuple[int, int, int, bool, int]] = {}
 
 
-def _lz4_descriptor(mv: Buffer, n: int) -> tuple:
+def _lz4_descriptor(mv: Buffer, n: int) -> Tuple[int, int, int, bool, int]:
     """Parse an LZ4 frame descriptor: ``(block_max, block_checksum, hc_at, hc_ok, hc)``."""
     if n < 7 or mv[:4] != _LZ4_MAGIC:
         raise _corrupt("lz4", "not an LZ4 frame (bad magic)")
@@ -346,6 +346,7 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
             pass
     head = bytes(data[:7])
     desc = _LZ4_DESCRIPTORS.get(head)      # Kafka's frames all share one 7-byte head
+    mv: Buffer
     if desc is None:
         mv = data if type(data) is bytes else _as_bytes_view(data)
         n = len(mv)
@@ -389,7 +390,7 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
         raise _corrupt("lz4", exc) from None
 
 
-def _lz4_bounded(lz4, mv: Buffer, limit: int) -> bytes:
+def _lz4_bounded(lz4: Any, mv: Buffer, limit: int) -> bytes:
     """Inflate a frame that may exceed ``limit``, stopping as soon as it does."""
     d = lz4.frame.LZ4FrameDecompressor()
     try:
@@ -407,7 +408,7 @@ _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_BLOCK_MAX = 128 << 10
 
 
-def _zstd_frames(mv: Buffer, n: int) -> List[tuple]:
+def _zstd_frames(mv: Buffer, n: int) -> List[Tuple[int, int, int]]:
     """Walk zstd frame and block headers: ``[(start, end, max_output)]`` per data frame.
 
     Only headers are read (a few bytes per 128 KiB block), which bounds the

@@ -10,16 +10,20 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
-from typing import Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, Tuple, Union
 
 from kafkawire.errors import LogError
 from kafkawire.log import files as F
 from kafkawire.log import isolation as I
 from kafkawire.log.recover import RecoverReport, recover_log
 from kafkawire.log.segment import Segment
-from kafkawire.log.storage import absolute, storage_for
+from kafkawire.log.storage import Storage, absolute, storage_for
 from kafkawire.log.verify import VerifyReport, verify_log
-from kafkawire.records.columnar import iter_column_chunks
+from kafkawire.records.columnar import ColumnChunk, iter_column_chunks
+from kafkawire.records.iterate import Batch
+
+if TYPE_CHECKING:
+    from kafkawire.records._types import Record
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 _INF = float("inf")
@@ -32,17 +36,18 @@ class Log:
     through each segment's (untrusted) indexes, falling back to scanning.
     """
 
-    def __init__(self, path: str, *, storage=None) -> None:
+    def __init__(self, path: str, *, storage: Optional[Storage] = None) -> None:
         self.path = absolute(path)
         self.storage = storage or storage_for(self.path)
         parsed = F.parse_partition_dir_name(os.path.basename(self.path.rstrip(os.sep)))
         self.topic: Optional[str] = parsed[0] if parsed else None
         self.partition: Optional[int] = parsed[1] if parsed else None
-        self._snapshot: Tuple[Tuple[Segment, ...], list] = ((), [])
+        self._snapshot: Tuple[Tuple[Segment, ...], List[int]] = ((), [])
         self.refresh()
 
     @classmethod
-    def open(cls, partition_dir, *, storage=None) -> "Log":
+    def open(cls, partition_dir: Union[str, "os.PathLike[str]"], *,
+             storage: Optional[Storage] = None) -> "Log":
         """Open a ``<topic>-<partition>`` folder (any folder of segment files works)."""
         path = os.fspath(partition_dir)
         storage = storage or storage_for(path)
@@ -75,7 +80,7 @@ class Log:
         return self._snapshot[0]
 
     @segments.setter
-    def segments(self, segments) -> None:
+    def segments(self, segments: Iterable[Segment]) -> None:
         segments = tuple(segments)
         self._snapshot = (segments, [s.base_offset for s in segments])
 
@@ -86,7 +91,7 @@ class Log:
     def __enter__(self) -> "Log":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -157,9 +162,11 @@ class Log:
         return None if found is None else found[0]
 
     # -- reading ------------------------------------------------------------
-    def _resolve(self, start_offset, end_offset, start_timestamp, end_timestamp):
+    def _resolve(self, start_offset: Optional[int], end_offset: Optional[int],
+                 start_timestamp: Optional[int],
+                 end_timestamp: Optional[int]) -> Optional[Tuple[int, float]]:
         s = self.start_offset if start_offset is None else start_offset
-        e = _INF if end_offset is None else end_offset
+        e: float = _INF if end_offset is None else end_offset
         if start_timestamp is not None:
             ts_start = self.offset_for_timestamp(start_timestamp)
             if ts_start is None:
@@ -171,7 +178,7 @@ class Log:
                 e = min(e, ts_end)
         return (s, e) if s < e else None
 
-    def _raw_batches(self, s, e, verify_crc: bool):
+    def _raw_batches(self, s: int, e: float, verify_crc: bool) -> Iterator[Batch]:
         found = self._locate(s)
         if found is None:
             return
@@ -196,7 +203,7 @@ class Log:
 
     def batches(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
                 start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None, *,
-                isolation: str = "read_uncommitted", verify_crc: bool = False) -> Iterator:
+                isolation: str = "read_uncommitted", verify_crc: bool = False) -> Iterator[Batch]:
         """Batch objects overlapping the range (see :meth:`records` for the range rules).
 
         With ``read_committed``, aborted transactional batches and control
@@ -211,7 +218,7 @@ class Log:
         if isolation == "read_uncommitted":
             yield from self._raw_batches(s, e, verify_crc)
             return
-        aborted = self.aborted_transactions(s, None if e == _INF else e)
+        aborted = self.aborted_transactions(s, None if e == _INF else int(e))
         if aborted.last_stable_offset is not None:
             e = min(e, aborted.last_stable_offset)
         for batch in self._raw_batches(s, e, verify_crc):
@@ -224,7 +231,7 @@ class Log:
     def records(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
                 start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None, *,
                 isolation: str = "read_uncommitted", include_control: bool = False,
-                verify_crc: bool = False) -> Iterator:
+                verify_crc: bool = False) -> Iterator[Record]:
         """Records with ``start_offset <= offset < end_offset``.
 
         ``start_timestamp``/``end_timestamp`` translate to offsets as Kafka's
@@ -246,8 +253,9 @@ class Log:
         return itertools.chain.from_iterable(self._record_iterables(rng[0], rng[1], isolation,
                                                                     include_control, verify_crc))
 
-    def _record_iterables(self, s, e, isolation: str, include_control: bool, verify_crc: bool):
-        for batch in self.batches(s, None if e == _INF else e, isolation=isolation,
+    def _record_iterables(self, s: int, e: float, isolation: str, include_control: bool,
+                          verify_crc: bool) -> Iterator[Iterable[Record]]:
+        for batch in self.batches(s, None if e == _INF else int(e), isolation=isolation,
                                   verify_crc=verify_crc):
             if batch.is_control and not include_control:
                 continue
@@ -258,7 +266,8 @@ class Log:
 
     def column_chunks(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
                       start_timestamp: Optional[int] = None, end_timestamp: Optional[int] = None,
-                      *, include_headers: bool = False, max_records: int = 65536) -> Iterator:
+                      *, include_headers: bool = False,
+                      max_records: int = 65536) -> Iterator[ColumnChunk]:
         """The records of the range decoded into columns (``kafkawire.records.columnar``
         ``ColumnChunk`` objects: numpy arrays of offsets, timestamps, keys, values, headers), one
         segment at a time: deep decoding with no Python object per record.  Control
@@ -277,7 +286,7 @@ class Log:
                 return
             yield from iter_column_chunks(seg.buffer, start=pos if k == first else 0,
                                           end=seg.size, start_offset=s,
-                                          end_offset=None if e == _INF else e,
+                                          end_offset=None if e == _INF else int(e),
                                           include_headers=include_headers, max_records=max_records)
 
     # -- checking -----------------------------------------------------------
@@ -285,6 +294,6 @@ class Log:
         """Check every batch and index entry; a :class:`~kafkawire.log.verify.VerifyReport`."""
         return verify_log(self, check_indexes=check_indexes, deep=deep)
 
-    def recover(self, apply: bool = False, **kwargs) -> RecoverReport:
+    def recover(self, apply: bool = False, **kwargs: Any) -> RecoverReport:
         """Kafka's ``LogSegment.recover`` over every segment (dry run unless ``apply``)."""
         return recover_log(self, apply=apply, **kwargs)

@@ -2,15 +2,22 @@
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
 from kafkawire.errors import LogError
 from kafkawire.log import files as F
 from kafkawire.log.log import Log
-from kafkawire.log.storage import storage_for
+from kafkawire.log.storage import Storage, storage_for
+from kafkawire.log.recover import RecoverReport
 from kafkawire.log.verify import VerifyReport
+from kafkawire.records.iterate import Batch
+
+if TYPE_CHECKING:
+    from kafkawire.records._types import Record
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: Topic names to select: one name, several, or None for all.
+Topics = Union[None, str, Iterable[str]]
 
 
 class LogDir:
@@ -27,7 +34,8 @@ class LogDir:
         self.roots = roots
 
     @classmethod
-    def open(cls, log_dirs: Union[PathLike, Iterable[PathLike]], *, storage=None) -> "LogDir":
+    def open(cls, log_dirs: Union[PathLike, Iterable[PathLike]], *,
+             storage: Optional[Storage] = None) -> "LogDir":
         """Open one folder or an iterable of folders (a comma-separated string works too)."""
         if isinstance(log_dirs, (str, os.PathLike)):
             roots = [p for p in os.fspath(log_dirs).split(",") if p]
@@ -52,7 +60,7 @@ class LogDir:
     def __len__(self) -> int:
         return len(self.logs)
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self.logs
 
     def __getitem__(self, key: Tuple[str, int]) -> Log:
@@ -72,37 +80,40 @@ class LogDir:
         """``(topic, partition)`` keys, all or of one topic."""
         return sorted(k for k in self.logs if topic is None or k[0] == topic)
 
-    def _select(self, topics) -> List[Log]:
+    def _select(self, topics: Topics) -> List[Log]:
         if topics is None:
             return list(self)
         wanted = {topics} if isinstance(topics, str) else set(topics)
         return [self.logs[k] for k in sorted(self.logs) if k[0] in wanted]
 
-    def records(self, topics=None, **kwargs) -> Iterator[Tuple[str, int, object]]:
+    def records(self, topics: Topics = None,
+                **kwargs: Any) -> Iterator[Tuple[Optional[str], Optional[int], Record]]:
         """``(topic, partition, record)`` for each partition in turn; ``kwargs`` as :meth:`Log.records`."""
         for log in self._select(topics):
             for rec in log.records(**kwargs):
                 yield log.topic, log.partition, rec
 
-    def batches(self, topics=None, **kwargs) -> Iterator[Tuple[str, int, object]]:
+    def batches(self, topics: Topics = None,
+                **kwargs: Any) -> Iterator[Tuple[Optional[str], Optional[int], Batch]]:
         """``(topic, partition, batch)``; ``kwargs`` as :meth:`Log.batches`."""
         for log in self._select(topics):
             for batch in log.batches(**kwargs):
                 yield log.topic, log.partition, batch
 
-    def offsets_for_timestamp(self, timestamp: int, topics=None) -> Dict[Tuple[str, int], Optional[int]]:
+    def offsets_for_timestamp(self, timestamp: int,
+                              topics: Topics = None) -> Dict[Tuple[str, int], Optional[int]]:
         """Per partition, the first offset whose timestamp is >= ``timestamp`` (None if none)."""
-        return {(log.topic, log.partition): log.offset_for_timestamp(timestamp)
+        return {(cast(str, log.topic), cast(int, log.partition)): log.offset_for_timestamp(timestamp)
                 for log in self._select(topics)}
 
-    def verify(self, **kwargs):
+    def verify(self, **kwargs: Any) -> VerifyReport:
         """A combined :class:`~kafkawire.log.verify.VerifyReport` over every partition."""
         report = VerifyReport()
         for log in self:
             report.merge(log.verify(**kwargs))
         return report
 
-    def recover(self, apply: bool = False, **kwargs):
+    def recover(self, apply: bool = False, **kwargs: Any) -> List[RecoverReport]:
         """``Log.recover`` on every partition; a list of reports."""
         return [log.recover(apply=apply, **kwargs) for log in self]
 
@@ -113,5 +124,5 @@ class LogDir:
     def __enter__(self) -> "LogDir":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -11,7 +11,7 @@ here, for ``Log`` and the Spark planner alike.
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -19,9 +19,19 @@ from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log import files as F
 from kafkawire.log.index import (OffsetIndex, TimeIndex, build_indexes,
                                  load_offset_index, load_time_index)
-from kafkawire.log.storage import MappedFile, absolute, storage_for
+from kafkawire.log.storage import MappedFile, Storage, absolute, storage_for
 from kafkawire.log.txnindex import AbortedTxn, read_txn_index
 from kafkawire.records import iter_batches
+from kafkawire.records.iterate import Batch
+
+if TYPE_CHECKING:
+    import mmap
+
+    import numpy as np
+    from numpy.typing import NDArray
+
+    #: Header rows from the scan kernel, one per batch (columns: ``kafkawire._scan_common``).
+    HeaderRows = NDArray[np.int64]
 
 #: Batches read per header-scan call during lookups.
 _LOOKUP_CHUNK = 8
@@ -35,7 +45,8 @@ class Segment:
     process appends to.  The file is mapped on first read, not at opening.
     """
 
-    def __init__(self, files: F.SegmentFiles, *, size: Optional[int] = None, storage=None) -> None:
+    def __init__(self, files: F.SegmentFiles, *, size: Optional[int] = None,
+                 storage: Optional[Storage] = None) -> None:
         if files.log is None:
             raise LogError(f"segment {files.base_offset} has no .log file")
         self.files = files
@@ -43,7 +54,7 @@ class Segment:
         self.path = files.log
         self.storage = storage or storage_for(files.log)
         self._mapped: Optional[MappedFile] = None
-        self._buf = None                                  # the mapped bytes, once mapped
+        self._buf: Union[None, bytes, mmap.mmap] = None   # the mapped bytes, once mapped
         if size is None:
             size = self._stat()
         self.size = size
@@ -104,14 +115,14 @@ class Segment:
     def __enter__(self) -> "Segment":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
         return f"Segment({self.path!r}, base_offset={self.base_offset}, size={self.size})"
 
     @property
-    def buffer(self):
+    def buffer(self) -> Union[bytes, mmap.mmap]:
         """The ``.log``'s first ``size`` bytes, memory-mapped (``b""`` when empty)."""
         buf = self._buf
         if buf is None:
@@ -149,14 +160,14 @@ class Segment:
         """The offset index to search: the file's, or one rebuilt from the log when it is not trusted."""
         if self._offset_index is None:
             self._load_indexes()
-        return self._offset_index
+        return cast(OffsetIndex, self._offset_index)
 
     @property
     def time_index(self) -> TimeIndex:
         """The time index to search: the file's, or one rebuilt from the log when it is not trusted."""
         if self._time_index is None:
             self._load_indexes()
-        return self._time_index
+        return cast(TimeIndex, self._time_index)
 
     def _load_indexes(self) -> None:
         off, tim = self.disk_offset_index, self.disk_time_index
@@ -212,7 +223,8 @@ class Segment:
         return read_txn_index(self.files.txnindex, storage=self.storage, log_size=self.size)
 
     # -- scanning -----------------------------------------------------------
-    def scan(self, start: int = 0, end: int = -1, max_count: int = -1, check_crc: bool = False):
+    def scan(self, start: int = 0, end: int = -1, max_count: int = -1,
+             check_crc: bool = False) -> Tuple[HeaderRows, int, int]:
         """``K.scan_batches`` over this segment: ``(headers, stop_position, status)``.
 
         On a ranged storage (object stores) with the file not yet read, only
@@ -226,14 +238,15 @@ class Segment:
             if len(rows):
                 rows[:, C.POSITION] += start
             return rows, start + stop, status
-        return K.scan_batches(self.buffer, start, end, max_count, check_crc)
+        return cast("Tuple[HeaderRows, int, int]",
+                    K.scan_batches(self.buffer, start, end, max_count, check_crc))
 
-    def headers(self, start: int = 0, end: int = -1):
+    def headers(self, start: int = 0, end: int = -1) -> HeaderRows:
         """Header rows (see :mod:`kafkawire._scan_common`) of the readable batches."""
         return self.scan(start, end)[0]
 
     def batches(self, start_position: int = 0, end_position: Optional[int] = None, *,
-                verify_crc: bool = False):
+                verify_crc: bool = False) -> Iterator[Batch]:
         """Batch objects from ``start_position``; a trailing partial batch ends iteration."""
         buf = self.buffer
         end = self.size if end_position is None else min(end_position, self.size)
@@ -248,7 +261,7 @@ class Segment:
                 return
             raise exc.at(path=self.path) from None
 
-    def batch_at(self, position: int):
+    def batch_at(self, position: int) -> Batch:
         """The batch object starting at ``position``."""
         for batch in self.batches(position):
             return batch
@@ -256,7 +269,7 @@ class Segment:
                                  path=self.path)
 
     # -- lookups ------------------------------------------------------------
-    def locate(self, offset: int) -> Optional[Tuple[int, list]]:
+    def locate(self, offset: int) -> Optional[Tuple[int, List[int]]]:
         """First batch whose last offset is >= ``offset``: ``(position, header_row)``, or None.
 
         Starts at the offset index's largest entry at or below ``offset``; if
@@ -270,9 +283,10 @@ class Segment:
         if found == "stale":
             self._rebuild_indexes(f"index entry (offset {entry_offset}, position {pos}) does not match the log")
             found = self._scan_for_offset(self.offset_index.lookup(offset)[1], offset, None)
-        return None if found == "stale" else found
+        return None if isinstance(found, str) else found
 
-    def _scan_for_offset(self, pos: int, offset: int, entry_offset: Optional[int]):
+    def _scan_for_offset(self, pos: int, offset: int,
+                         entry_offset: Optional[int]) -> Union[None, str, Tuple[int, List[int]]]:
         buf = self._buf if self._buf is not None else self.buffer
         first = True
         while pos < self.size:
@@ -365,7 +379,7 @@ class Segment:
             pos = stop
         return None
 
-    def _search_batch(self, row, timestamp: int, starting_offset: int) -> Optional[Tuple[int, int]]:
+    def _search_batch(self, row: List[int], timestamp: int, starting_offset: int) -> Optional[Tuple[int, int]]:
         """First record of the batch in ``row`` at/after both targets (Kafka's searchForTimestamp)."""
         attrs = row[C.ATTRIBUTES]
         if row[C.MAGIC] == 2 and not attrs & C.COMPRESSION_MASK:

@@ -25,7 +25,7 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from kafkawire.errors import LogError, ObjectNotFoundError, ObjectTruncatedError, StorageError
 
@@ -579,6 +579,10 @@ def object_storage(url: str, options: Optional[Mapping[str, str]] = None) -> Obj
         if st is None:
             st = _cache[key] = ObjectStorage(protocol, kwargs)
     return st
+
+
+#: Where a log's files are read from: the local filesystem or an object store.
+Storage = Union[LocalStorage, ObjectStorage]
 
 
 def storage_for(path, options: Optional[Mapping[str, str]] = None):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -29,6 +29,10 @@ from kafkawire.log.log import Log
 from kafkawire.log.txnindex import AbortedTxn, pack_txn_entry
 from kafkawire.records import (BatchBuilder, RecordBatch, control_batch, iter_batches,
                                set_base_offset)
+
+if TYPE_CHECKING:
+    from kafkawire.log.recover import RecoverReport
+    from kafkawire.log.segment import HeaderRows
 
 Bytes = Union[bytes, bytearray, memoryview]
 _INT32_MAX = 0x7FFFFFFF
@@ -75,7 +79,8 @@ class _ActiveSegment:
         return (len(self.builder.offset_entries) >= self.max_offset_entries
                 or len(self.builder.time_entries) >= self.max_time_entries)
 
-    def write_entries(self, off_entry, time_entry) -> None:
+    def write_entries(self, off_entry: Optional[Tuple[int, int]],
+                      time_entry: Optional[Tuple[int, int]]) -> None:
         if off_entry is not None:
             slot = len(self.builder.offset_entries) - 1
             _pwrite(self.index_fd, pack_offset_entry(self.base_offset, *off_entry),
@@ -137,11 +142,11 @@ class LogWriter:
     ``segment.ms``, ``index.interval.bytes`` and ``segment.index.bytes`` mean.
     """
 
-    def __init__(self, path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+    def __init__(self, path: Union[str, "os.PathLike[str]"], *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
                  segment_ms: int = DEFAULT_SEGMENT_MS,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES, start_offset: int = 0,
-                 clock=None) -> None:
+                 clock: Optional[Callable[[], int]] = None) -> None:
         self.path = os.path.abspath(os.fspath(path))
         if segment_bytes < 64:
             raise ValueError("segment_bytes must be at least 64")
@@ -152,11 +157,11 @@ class LogWriter:
         self.index_interval_bytes = index_interval_bytes
         self.max_index_bytes = max_index_bytes
         self._clock = clock or (lambda: int(time.time() * 1000))
-        self._seg: Optional[_ActiveSegment] = None
-        self._open_txns = {}   # producer id -> first offset of its open transaction
+        self._seg: _ActiveSegment = None  # type: ignore[assignment]  # set by _resume() below
+        self._open_txns: Dict[int, int] = {}   # producer id -> first offset of its open transaction
         self.closed = False
         os.makedirs(self.path, exist_ok=True)
-        self.recovery = None
+        self.recovery: Optional[RecoverReport] = None
         self.next_offset = start_offset
         self._resume()
 
@@ -215,7 +220,7 @@ class LogWriter:
     def __enter__(self) -> "LogWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _check_open(self) -> None:
@@ -236,9 +241,9 @@ class LogWriter:
         """
         self._check_open()
         parts: List[bytes] = []
-        rows_all = []
+        rows_all: List[HeaderRows] = []
         next_offset = self.next_offset
-        first_offset = None
+        first_offset: Optional[int] = None
         for raw in batches:
             data, rows, first = self._prepare(raw, next_offset, assign_offsets)
             parts.append(data)
@@ -246,7 +251,7 @@ class LogWriter:
             if first_offset is None:
                 first_offset = first
             next_offset = int(rows[-1, C.LAST_OFFSET]) + 1
-        if not parts:
+        if not parts or first_offset is None:
             raise ValueError("append_batches needs at least one batch")
         payload = b"".join(parts)
         last_offset = next_offset - 1
@@ -275,8 +280,8 @@ class LogWriter:
         self.next_offset = next_offset
         return first_offset, last_offset
 
-    def append_records(self, records: Iterable, *, magic: int = 2, compression: str = "none",
-                       **builder_kwargs) -> Tuple[int, int]:
+    def append_records(self, records: Iterable[Any], *, magic: int = 2, compression: str = "none",
+                       **builder_kwargs: Any) -> Tuple[int, int]:
         """Build one batch from ``records`` and append it.
 
         Each record is a value (bytes/None), a ``(key, value)`` pair, or a
@@ -305,7 +310,7 @@ class LogWriter:
                              timestamp=timestamp)
         return self.append_batch(data)[0]
 
-    def _prepare(self, raw: Bytes, next_offset: int, assign: bool):
+    def _prepare(self, raw: Bytes, next_offset: int, assign: bool) -> Tuple[bytes, HeaderRows, int]:
         data = bytes(raw)
         rows, stop, status = K.scan_batches(data, 0, len(data), -1, False)
         if status != C.OK or stop != len(data) or len(rows) == 0:
@@ -350,7 +355,8 @@ class LogWriter:
             os.remove(p)
         self._open_segment(base)
 
-    def _track_transactions(self, rows_all, payload_parts) -> None:
+    def _track_transactions(self, rows_all: Sequence[HeaderRows],
+                            payload_parts: Sequence[bytes]) -> None:
         for rows, data in zip(rows_all, payload_parts):
             for r in rows.tolist():
                 if r[C.MAGIC] != 2 or not r[C.ATTRIBUTES] & C.TRANSACTIONAL_MASK:

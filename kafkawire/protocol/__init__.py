@@ -15,7 +15,7 @@ Errors: malformed bytes raise :class:`MessageDecodeError` (a
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Tuple, Type
 
 from kafkawire.protocol.api_keys import ApiKey, request_class, response_class, supported_versions
 from kafkawire.protocol.errors import (FrameTooLargeError, InvalidFrameError, MessageDecodeError,
@@ -78,7 +78,7 @@ def _payload(data: Any, sized: bool, max_frame_size: int) -> memoryview:
     return payload
 
 
-def _check_message(message: Any, response: bool) -> type:
+def _check_message(message: Any, response: bool) -> Type[Message]:
     cls = type(message)
     if not isinstance(message, Message) or cls.API_KEY < 0 or cls.IS_RESPONSE != response:
         raise TypeError(f"expected a kafkawire.protocol {'response' if response else 'request'} "
@@ -133,11 +133,12 @@ def decode_response(api_key: int, version: int, frame: Any, *, sized: bool = Tru
         if api_key != ApiKey.API_VERSIONS or version == 0:
             raise
         try:
-            body = cls.decode(payload, 0, pos=pos, allow_trailing=True)
+            old: Optional[Message] = cls.decode(payload, 0, pos=pos, allow_trailing=True)
         except MessageDecodeError:
-            body = None
-        if body is None or body.error_code != _UNSUPPORTED_VERSION:
+            old = None
+        if old is None or getattr(old, "error_code", None) != _UNSUPPORTED_VERSION:
             raise
+        body = old
     return ResponseFrame(header.correlation_id, body)
 
 
@@ -157,6 +158,7 @@ def decode_request(frame: Any, *, sized: bool = True, max_frame_size: int = DEFA
                         getattr(header, "client_id", None), body)
 
 
-def _decode_header(cls: type, payload: memoryview, version: int):
+def _decode_header(cls: Type[Message], payload: memoryview, version: int) -> Tuple[Any, int]:
     from kafkawire import _kernels as K
-    return K.decode_struct(payload, 0, payload.nbytes, cls.program(version))
+    header: Tuple[Any, int] = K.decode_struct(payload, 0, payload.nbytes, cls.program(version))
+    return header

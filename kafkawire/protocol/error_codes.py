@@ -9,7 +9,7 @@ of :class:`BrokerResponseError` per code (``NotLeaderOrFollowerError`` for
 """
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Optional, Type, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Type, Union
 
 from kafkawire.errors import KafkaWireError
 
@@ -188,7 +188,7 @@ class BrokerResponseError(KafkaWireError):
         self.group = group
         super().__init__(self._render())
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Callable[..., BrokerResponseError], Tuple[Any, ...]]:
         return (_rebuild, (self.code, self.detail, {"api": self.api, "topic": self.topic,
                                                     "partition": self.partition,
                                                     "group": self.group}))
@@ -282,16 +282,16 @@ def error_for_code(code: int) -> Type[BrokerResponseError]:
     return cls
 
 
-def make_error(code: int, detail: Optional[str] = None, **context) -> BrokerResponseError:
+def make_error(code: int, detail: Optional[str] = None, **context: Any) -> BrokerResponseError:
     """An exception instance for ``code`` (see :class:`BrokerResponseError` for ``context``)."""
     return error_for_code(code)(detail, **context)
 
 
-def _rebuild(code: int, detail: Optional[str], context: dict) -> BrokerResponseError:
+def _rebuild(code: int, detail: Optional[str], context: Dict[str, Any]) -> BrokerResponseError:
     return make_error(code, detail, **context)
 
 
-def raise_for_code(code: int, detail: Optional[str] = None, **context) -> None:
+def raise_for_code(code: int, detail: Optional[str] = None, **context: Any) -> None:
     """Raise the exception for ``code`` unless it is 0 (NONE)."""
     if code:
         raise make_error(code, detail, **context)

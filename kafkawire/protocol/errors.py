@@ -1,6 +1,8 @@
 """Exceptions of the protocol codec, all subclasses of :mod:`kafkawire.errors` classes."""
 from __future__ import annotations
 
+from typing import Optional
+
 from kafkawire._protocol_common import MessageDecodeError
 from kafkawire.errors import ProtocolError, UnsupportedVersionError
 
@@ -16,14 +18,14 @@ class MessageEncodeError(ProtocolError, ValueError):
 class TruncatedFrameError(MessageDecodeError):
     """A frame shorter than its size prefix says (the connection closed mid-frame?)."""
 
-    def __init__(self, message: str, *, position=None) -> None:
+    def __init__(self, message: str, *, position: Optional[int] = None) -> None:
         super().__init__(message, position=position, reason="truncated")
 
 
 class InvalidFrameError(MessageDecodeError):
     """A negative or impossible size prefix."""
 
-    def __init__(self, message: str, *, position=None) -> None:
+    def __init__(self, message: str, *, position: Optional[int] = None) -> None:
         super().__init__(message, position=position, reason="length")
 
 

@@ -7,7 +7,7 @@ corrupt length cannot make kafkawire allocate or wait for gigabytes.
 from __future__ import annotations
 
 import struct
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 from kafkawire.protocol.errors import FrameTooLargeError, InvalidFrameError, TruncatedFrameError
 
@@ -15,20 +15,22 @@ __all__ = ["DEFAULT_MAX_FRAME_SIZE", "frame", "frame_size", "read_frame", "Frame
            "peek_correlation_id"]
 
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+#: What the frame functions read: any bytes-like object.
+Buffer = Union[bytes, bytearray, memoryview]
 _SIZE = struct.Struct(">i")
 
 
-def frame(payload) -> bytes:
+def frame(payload: Buffer) -> bytes:
     """Prefix ``payload`` with its int32 size."""
     return _SIZE.pack(len(payload)) + bytes(payload)
 
 
-def frame_size(buf, pos: int = 0, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> Optional[int]:
+def frame_size(buf: Buffer, pos: int = 0, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> Optional[int]:
     """The payload size announced at ``buf[pos:pos+4]``, or None if fewer than 4 bytes are
     there; raises InvalidFrameError (negative) or FrameTooLargeError (over the limit)."""
     if len(buf) - pos < 4:
         return None
-    size = _SIZE.unpack_from(buf, pos)[0]
+    size: int = _SIZE.unpack_from(buf, pos)[0]
     if size < 0:
         raise InvalidFrameError(f"negative frame size {size}: the stream is not Kafka protocol "
                                 "or is out of sync", position=pos)
@@ -39,7 +41,7 @@ def frame_size(buf, pos: int = 0, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZ
     return size
 
 
-def read_frame(buf, pos: int = 0, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+def read_frame(buf: Buffer, pos: int = 0, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
                ) -> Tuple[memoryview, int]:
     """One complete frame at ``buf[pos:]`` -> (payload view, position after it).
 
@@ -55,11 +57,12 @@ def read_frame(buf, pos: int = 0, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZ
     return memoryview(buf)[start:start + size], start + size
 
 
-def peek_correlation_id(payload) -> int:
+def peek_correlation_id(payload: Buffer) -> int:
     """The correlation id of a response payload (first field of every response header)."""
     if len(payload) < 4:
         raise TruncatedFrameError("response shorter than its correlation id", position=0)
-    return _SIZE.unpack_from(payload, 0)[0]
+    correlation_id: int = _SIZE.unpack_from(payload, 0)[0]
+    return correlation_id
 
 
 class FrameReader:
@@ -84,7 +87,7 @@ class FrameReader:
             return 4 - len(self._buf)
         return max(0, 4 + size - len(self._buf))
 
-    def feed(self, data) -> List[bytes]:
+    def feed(self, data: Buffer) -> List[bytes]:
         self._buf += data
         out: List[bytes] = []
         pos = 0

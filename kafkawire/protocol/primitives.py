@@ -14,9 +14,10 @@ Every read is bounded by ``end`` and raises :class:`MessageDecodeError`
 """
 from __future__ import annotations
 
+import builtins
 import struct
 import uuid as _uuid
-from typing import Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 from kafkawire.protocol.errors import MessageDecodeError
 
@@ -33,7 +34,7 @@ class Reader:
 
     __slots__ = ("_mv", "pos", "end")
 
-    def __init__(self, data, pos: int = 0, end: Optional[int] = None) -> None:
+    def __init__(self, data: Any, pos: int = 0, end: Optional[int] = None) -> None:
         mv = memoryview(data)
         if mv.ndim != 1 or mv.itemsize != 1:
             mv = mv.cast("B")
@@ -57,13 +58,14 @@ class Reader:
         self.pos = pos + n
         return pos
 
-    def _fixed(self, st: struct.Struct, what: str):
-        return st.unpack_from(self._mv, self._take(st.size, what))[0]
+    def _fixed(self, st: struct.Struct, what: str) -> int:
+        value: int = st.unpack_from(self._mv, self._take(st.size, what))[0]
+        return value
 
     def int8(self) -> int:
         return self._fixed(_b, "int8")
 
-    def bool(self) -> bool:
+    def bool(self) -> builtins.bool:
         return self._fixed(_b, "bool") != 0
 
     def int16(self) -> int:
@@ -82,7 +84,8 @@ class Reader:
         return self._fixed(_q, "int64")
 
     def float64(self) -> float:
-        return self._fixed(_d, "float64")
+        value: float = _d.unpack_from(self._mv, self._take(_d.size, "float64"))[0]
+        return value
 
     def uuid(self) -> _uuid.UUID:
         pos = self._take(16, "uuid")
@@ -100,7 +103,7 @@ class Reader:
         """Zig-zag signed 64-bit varint."""
         return self._varint(70, signed=True)
 
-    def _varint(self, limit: int, signed: bool) -> int:
+    def _varint(self, limit: int, signed: builtins.bool) -> int:
         start = self.pos
         result = shift = 0
         while True:
@@ -118,7 +121,7 @@ class Reader:
             return result
         return (result >> 1) ^ -(result & 1)
 
-    def _length(self, compact: bool, wide: bool, nullable: bool, what: str) -> int:
+    def _length(self, compact: builtins.bool, wide: builtins.bool, nullable: builtins.bool, what: str) -> int:
         start = self.pos
         if compact:
             n = self.uvarint() - 1
@@ -134,7 +137,7 @@ class Reader:
                                      "bytes remain)", position=start, reason="length")
         return n
 
-    def string(self, *, compact: bool = False, nullable: bool = False) -> Optional[str]:
+    def string(self, *, compact: builtins.bool = False, nullable: builtins.bool = False) -> Optional[str]:
         n = self._length(compact, False, nullable, "string")
         if n < 0:
             return None
@@ -145,11 +148,11 @@ class Reader:
             raise MessageDecodeError("string is not valid UTF-8", position=pos,
                                      reason="utf8") from None
 
-    def bytes(self, *, compact: bool = False, nullable: bool = False) -> Optional[bytes]:
+    def bytes(self, *, compact: builtins.bool = False, nullable: builtins.bool = False) -> Optional[builtins.bytes]:
         view = self.records(compact=compact, nullable=nullable)
         return None if view is None else view.tobytes()
 
-    def records(self, *, compact: bool = False, nullable: bool = True) -> Optional[memoryview]:
+    def records(self, *, compact: builtins.bool = False, nullable: builtins.bool = True) -> Optional[memoryview]:
         """A bytes field as a zero-copy view (how record data is read)."""
         n = self._length(compact, True, nullable, "bytes")
         if n < 0:
@@ -157,8 +160,8 @@ class Reader:
         pos = self._take(n, "bytes")
         return self._mv[pos:pos + n]
 
-    def array(self, read: Callable[["Reader"], T], *, compact: bool = False,
-              nullable: bool = False) -> Optional[List[T]]:
+    def array(self, read: Callable[["Reader"], T], *, compact: builtins.bool = False,
+              nullable: builtins.bool = False) -> Optional[List[T]]:
         """An array whose elements ``read(self)`` decodes."""
         start = self.pos
         n = self._length(compact, True, nullable, "array")
@@ -169,7 +172,7 @@ class Reader:
                                      position=start, reason="length")
         return [read(self) for _ in range(n)]
 
-    def tagged_fields(self) -> Dict[int, bytes]:
+    def tagged_fields(self) -> Dict[int, builtins.bytes]:
         """A flexible version's tagged-field section as ``{tag: raw bytes}``."""
         out = {}
         for _ in range(self.uvarint()):
@@ -195,7 +198,7 @@ class Writer:
         self.buf += _b.pack(v)
         return self
 
-    def bool(self, v: bool) -> "Writer":
+    def bool(self, v: builtins.bool) -> "Writer":
         self.buf.append(1 if v else 0)
         return self
 
@@ -253,7 +256,7 @@ class Writer:
         self.buf.append(z)
         return self
 
-    def _length(self, n: int, compact: bool, wide: bool) -> None:
+    def _length(self, n: int, compact: builtins.bool, wide: builtins.bool) -> None:
         if compact:
             self.uvarint(n + 1)
         elif wide:
@@ -261,7 +264,7 @@ class Writer:
         else:
             self.int16(n)
 
-    def string(self, v: Optional[str], *, compact: bool = False) -> "Writer":
+    def string(self, v: Optional[str], *, compact: builtins.bool = False) -> "Writer":
         if v is None:
             self._length(-1, compact, False)
             return self
@@ -270,7 +273,7 @@ class Writer:
         self.buf += b
         return self
 
-    def bytes(self, v, *, compact: bool = False) -> "Writer":
+    def bytes(self, v: Any, *, compact: builtins.bool = False) -> "Writer":
         if v is None:
             self._length(-1, compact, True)
             return self
@@ -281,8 +284,8 @@ class Writer:
 
     records = bytes
 
-    def array(self, items, write: Callable[["Writer", T], object], *,
-              compact: bool = False) -> "Writer":
+    def array(self, items: Optional[Sequence[T]], write: Callable[["Writer", T], object], *,
+              compact: builtins.bool = False) -> "Writer":
         """An array (None for null) whose elements ``write(self, item)`` encodes."""
         if items is None:
             self._length(-1, compact, True)
@@ -292,7 +295,7 @@ class Writer:
             write(self, item)
         return self
 
-    def tagged_fields(self, fields: Optional[Dict[int, bytes]] = None) -> "Writer":
+    def tagged_fields(self, fields: Optional[Dict[int, builtins.bytes]] = None) -> "Writer":
         """A tagged-field section from ``{tag: raw bytes}`` (sorted by tag)."""
         fields = fields or {}
         self.uvarint(len(fields))

@@ -26,7 +26,8 @@ import gc
 import re
 import struct
 import uuid as _uuid
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, TypeVar, Union
 
 from kafkawire import _kernels as K
 from kafkawire import _protocol_common as C
@@ -38,6 +39,8 @@ __all__ = ["Prim", "Array", "F", "Struct", "Message", "BOOL", "INT8", "INT16", "
            "RECORDS", "ZERO_UUID", "snake_case", "VersionRange", "REGISTRY"]
 
 ZERO_UUID = _uuid.UUID(int=0)
+#: A message's compiled wire program at one version (read by the protocol kernel).
+Program = Tuple[Any, ...]
 _MISSING = object()
 
 
@@ -172,10 +175,15 @@ class _StructMeta(type):
     """Gives every struct class ``__slots__`` named after its fields: decoded
     objects then carry no per-instance dict (cheaper to build and to free)."""
 
-    def __new__(mcls, name, bases, ns, **kw):
+    def __new__(mcls, name: str, bases: Tuple[type, ...], ns: Dict[str, Any],
+                **kw: Any) -> "_StructMeta":
         if "__slots__" not in ns:
             ns["__slots__"] = tuple(f.name for f in ns.get("FIELDS", ()))
         return super().__new__(mcls, name, bases, ns, **kw)
+
+
+_S = TypeVar("_S", bound="Struct")
+_M = TypeVar("_M", bound="Message")
 
 
 class Struct(metaclass=_StructMeta):
@@ -185,7 +193,7 @@ class Struct(metaclass=_StructMeta):
     __slots__ = (C.UNKNOWN_TAGS,)
     FIELDS: Tuple[F, ...] = ()
     _by_name: Dict[str, F] = {}
-    _programs: Dict[Tuple[int, bool], tuple] = {}
+    _programs: Dict[Tuple[int, bool], Program] = {}
 
     @property
     def unknown_tagged_fields(self) -> List[Tuple[int, bytes]]:
@@ -217,7 +225,7 @@ class Struct(metaclass=_StructMeta):
                             f"fields are {', '.join(f.name for f in self.FIELDS)}")
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "Struct":
+    def from_dict(cls: Type[_S], data: Dict[str, Any]) -> _S:
         """Build from a mapping of attribute names (nested dicts become structs)."""
         return cls(**data)
 
@@ -244,7 +252,7 @@ class Struct(metaclass=_StructMeta):
         return f"{type(self).__name__}({parts})"
 
     @classmethod
-    def _program(cls, version: int, flexible: bool) -> tuple:
+    def _program(cls, version: int, flexible: bool) -> Program:
         key = (version, flexible)
         prog = cls._programs.get(key)
         if prog is None:
@@ -292,11 +300,11 @@ def _type_code(t: Any, f: F, version: int, flexible: bool) -> Tuple[int, Any]:
     raise TypeError(f"field {f.kafka_name}: unsupported schema type {t!r}")
 
 
-def _compile(cls: Type[Struct], version: int, flexible: bool) -> tuple:
-    ops: List[tuple] = []
-    tagged: List[tuple] = []
-    tag_map: Dict[int, tuple] = {}
-    defaults: List[tuple] = []
+def _compile(cls: Type[Struct], version: int, flexible: bool) -> Program:
+    ops: List[Tuple[Any, ...]] = []
+    tagged: List[Tuple[Any, ...]] = []
+    tag_map: Dict[int, Tuple[Any, ...]] = {}
+    defaults: List[Tuple[Any, ...]] = []
     for f in cls.FIELDS:
         if version not in f.versions or (f.tag is not None and not flexible):
             defaults.append((f.name, f.default_value, f.factory()))
@@ -325,14 +333,15 @@ class _encode_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, etype, exc, tb) -> bool:
+    def __exit__(self, etype: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> Literal[False]:
         if exc is None or isinstance(exc, MessageEncodeError):
             return False
         if isinstance(exc, (TypeError, ValueError, OverflowError, KeyError, AttributeError,
                             struct.error)):
             raise MessageEncodeError(
                 f"cannot encode {type(self.msg).__name__} v{self.version}: "
-                f"{etype.__name__}: {exc} (check the field values' types and ranges)") from exc
+                f"{type(exc).__name__}: {exc} (check the field values' types and ranges)") from exc
         return False
 
 
@@ -369,7 +378,7 @@ class Message(Struct):
                 f"{lo}-{hi} (negotiate with ApiVersions and pick a version in that range)")
 
     @classmethod
-    def program(cls, version: int) -> tuple:
+    def program(cls, version: int) -> Program:
         """The compiled wire program of this message at ``version``."""
         prog = cls._programs.get((version, True)) or cls._programs.get((version, False))
         if prog is None:
@@ -387,16 +396,19 @@ class Message(Struct):
         """The body (no header, no size prefix) at ``version``."""
         return self.encode_with_prefix(version, b"", sized=False)
 
-    def encode_with_prefix(self, version: int, prefix: bytes, *, sized: bool) -> bytes:
+    def encode_with_prefix(self, version: int, prefix: Union[bytes, bytearray], *,
+                           sized: bool) -> bytes:
         """``prefix`` + the body as one bytes object (large record sections copied
         once); with ``sized`` the first 4 bytes of ``prefix`` become the frame size."""
         prog = self.program(version)
+        out: bytes
         with _encode_errors(self, version):
-            return K.encode_message(self, prog, prefix, sized)
+            out = K.encode_message(self, prog, prefix, sized)
+        return out
 
     @classmethod
-    def decode(cls, data: Any, version: int, *, pos: int = 0, end: Optional[int] = None,
-               allow_trailing: bool = False) -> "Message":
+    def decode(cls: Type[_M], data: Any, version: int, *, pos: int = 0, end: Optional[int] = None,
+               allow_trailing: bool = False) -> _M:
         """Decode a body at ``version`` from ``data[pos:end]`` (bytes-like, not copied:
         records fields are memoryviews into ``data``)."""
         prog = cls.program(version)
@@ -407,6 +419,7 @@ class Message(Struct):
         gc_on = gc.isenabled()
         if gc_on:
             gc.disable()
+        obj: _M
         try:
             obj, stop = K.decode_struct(data, pos, end, prog)
         finally:

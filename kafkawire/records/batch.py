@@ -6,13 +6,16 @@ records are decompressed and decoded only when the batch is iterated.
 from __future__ import annotations
 
 import struct
-from typing import Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Type, cast
 
 from kafkawire import _format as F
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.compression import decompress as _decompress
 from kafkawire.errors import CorruptRecordError, KafkaWireError
+
+if TYPE_CHECKING:
+    from kafkawire.records._types import Record
 
 __all__ = ["RecordBatch", "CODEC_NAMES", "concrete_batch_class"]
 
@@ -22,7 +25,7 @@ _CONTROL_TYPES = F.CONTROL_TYPE_NAMES
 _INT32_MAX = 0x7FFFFFFF
 
 
-def _relocate(err: CorruptRecordError, batch, compressed: bool) -> CorruptRecordError:
+def _relocate(err: CorruptRecordError, batch: "RecordBatch", compressed: bool) -> CorruptRecordError:
     """Re-anchor a kernel error (buffer position) to the caller's absolute position."""
     if compressed:
         where = "" if err.position is None else f" (byte {err.position} of the decompressed records)"
@@ -43,12 +46,36 @@ class RecordBatch:
     subclass of both, so ``isinstance(b, RecordBatch)`` holds for either backend.
     """
 
-    __slots__ = ()
+    if TYPE_CHECKING:
+        # Stored by the kernel backend's ``BatchHeader`` (see the class docstring).
+        __slots__ = ("_buf", "_base_position", "_max_size", "_control", "_pos", "size",
+                     "base_offset", "last_offset", "attributes", "crc", "partition_leader_epoch",
+                     "first_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+                     "base_sequence", "record_count")
+        size: int
+        base_offset: int
+        last_offset: int
+        attributes: int
+        crc: int
+        partition_leader_epoch: int
+        first_timestamp: int
+        max_timestamp: int
+        producer_id: int
+        producer_epoch: int
+        base_sequence: int
+        record_count: int
+        _buf: Any
+        _pos: int
+        _base_position: int
+        _max_size: Optional[int]
+        _control: Optional[Tuple[Optional[str], Optional[int]]]
+    else:
+        __slots__ = ()
 
     magic = 2
 
     @classmethod
-    def _from_row(cls, buf, row, base_position: int = 0,
+    def _from_row(cls, buf: Any, row: Any, base_position: int = 0,
                   max_size: Optional[int] = None) -> "RecordBatch":
         concrete = concrete_batch_class()
         b = concrete.__new__(concrete)
@@ -63,7 +90,7 @@ class RecordBatch:
         return b
 
     @classmethod
-    def from_buffer(cls, buf, position: int = 0, *, base_position: int = 0,
+    def from_buffer(cls, buf: Any, position: int = 0, *, base_position: int = 0,
                     max_decompressed_size: Optional[int] = None) -> "RecordBatch":
         """The v2 batch starting at ``position`` of ``buf`` (raises if there is none)."""
         rows, stop, status = K.scan_batches(buf, position, -1, 1, False)
@@ -141,7 +168,7 @@ class RecordBatch:
         return memoryview(self._buf).cast("B")[self._pos:self._pos + self.size]
 
     # -- control batches --------------------------------------------------------
-    def _control_marker(self):
+    def _control_marker(self) -> Tuple[Optional[str], Optional[int]]:
         if self._control is None:
             if not self.is_control:
                 self._control = (None, None)
@@ -169,7 +196,7 @@ class RecordBatch:
         return self._control_marker()[1]
 
     # -- records ------------------------------------------------------------------
-    def _payload(self):
+    def _payload(self) -> Tuple[Any, int, int, bool]:
         """(buffer, start, end, compressed) of the records region, decompressed if needed."""
         pos = self._pos
         cid = self.attributes & 7                       # C.COMPRESSION_MASK
@@ -189,18 +216,18 @@ class RecordBatch:
                             reason=exc.reason) from None
         return data, 0, len(data), True
 
-    def _args(self):
+    def _args(self) -> Tuple[Any, ...]:
         buf, start, end, compressed = self._payload()
         if compressed:
-            def on_error(exc, batch=self):
+            def on_error(exc: CorruptRecordError, batch: RecordBatch = self) -> CorruptRecordError:
                 return _relocate(exc, batch, True)
         else:
-            def on_error(exc, batch=self):
+            def on_error(exc: CorruptRecordError, batch: RecordBatch = self) -> CorruptRecordError:
                 return _relocate(exc, batch, False)
         return (buf, start, end, self.record_count, self.base_offset, self.first_timestamp,
                 self.max_timestamp, 1 if self.attributes & C.TIMESTAMP_TYPE_MASK else 0, on_error)
 
-    def records_bytes(self):
+    def records_bytes(self) -> "bytes | memoryview":
         """The records region (what follows the 61-byte header), decompressed if needed.
 
         A memoryview of the buffer (no copy) for an uncompressed batch; the
@@ -210,20 +237,20 @@ class RecordBatch:
         """
         buf, start, end, compressed = self._payload()
         if compressed:
-            return buf
+            return cast(bytes, buf)
         return memoryview(buf).cast("B")[start:end]
 
-    def records(self) -> List:
+    def records(self) -> List[Record]:
         """Decode every record (decompressing first if needed) into a new list."""
-        return K.decode_records_v2(*self._args())
+        return cast("List[Record]", K.decode_records_v2(*self._args()))
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Record]:
         """Decode lazily, one record per step (cheaper than ``records()`` when streaming)."""
-        return K.iter_records_v2(*self._args())
+        return cast("Iterator[Record]", K.iter_records_v2(*self._args()))
 
     def compute_crc(self) -> int:
         """CRC-32C of the batch from its attributes to its end."""
-        return K.crc32c(self._buf, self._pos + C.V2_CRC_START, self._pos + self.size)
+        return cast(int, K.crc32c(self._buf, self._pos + C.V2_CRC_START, self._pos + self.size))
 
     def is_valid(self) -> bool:
         try:
@@ -270,20 +297,20 @@ class RecordBatch:
 #: decompression of a batch's records and re-anchoring of a records error.
 KERNEL_HOOKS = (RecordBatch._payload, _relocate)
 
-_CONCRETE: dict = {}
+_CONCRETE: Dict[type, Type[RecordBatch]] = {}
 
 
-def _reduce(batch):
+def _reduce(batch: RecordBatch) -> Tuple[Callable[..., RecordBatch], Tuple[Any, int, int, Optional[int]]]:
     """Pickle a batch as its buffer and position (re-read by ``from_buffer`` on load)."""
     return (_unpickle, (batch._buf, batch._pos, batch._base_position, batch._max_size))
 
 
-def _unpickle(buf, pos: int, base_position: int, max_size: Optional[int]) -> "RecordBatch":
+def _unpickle(buf: Any, pos: int, base_position: int, max_size: Optional[int]) -> "RecordBatch":
     return RecordBatch.from_buffer(buf, pos, base_position=base_position,
                                    max_decompressed_size=max_size)
 
 
-def concrete_batch_class() -> type:
+def concrete_batch_class() -> Type[RecordBatch]:
     """The class of v2 batch objects for the current backend: ``K.BatchHeader`` + ``RecordBatch``.
 
     Built once per backend, at call time (the tests switch backends at run time).

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 from kafkawire import _kernels as K
 from kafkawire import compression as _compression
@@ -45,22 +45,24 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers) -> bytes:
-    enc = getattr(K, "encode_records_v2", None)
+def _encode_records_v2(offset_deltas: Sequence[int], timestamp_deltas: Sequence[int],
+                       keys: Sequence[Optional[Bytes]], values: Sequence[Optional[Bytes]],
+                       headers: Sequence[Optional[List[Header]]]) -> bytes:
+    enc: Any = getattr(K, "encode_records_v2", None)
     if enc is None:  # a backend that predates the encode kernel
         from kafkawire._pure.records import encode_records_v2 as enc
-    return enc(offset_deltas, timestamp_deltas, keys, values, headers)
+    return cast(bytes, enc(offset_deltas, timestamp_deltas, keys, values, headers))
 
 
 def _crc32c(buf: Bytes, start: int) -> int:
-    return K.crc32c(buf, start, -1, 0)
+    return cast(int, K.crc32c(buf, start, -1, 0))
 
 
 def _crc32(buf: Bytes, start: int) -> int:
-    return K.crc32(buf, start, -1, 0)
+    return cast(int, K.crc32(buf, start, -1, 0))
 
 
-def _check_bytes(v, what: str):
+def _check_bytes(v: Any, what: str) -> Any:
     if v is None or isinstance(v, (bytes, bytearray, memoryview)):
         return v
     if isinstance(v, str):
@@ -123,9 +125,9 @@ class BatchBuilder:
         self.is_control = False
         self._offsets: List[int] = []
         self._timestamps: List[int] = []
-        self._keys: list = []
-        self._values: list = []
-        self._headers: list = []
+        self._keys: List[Optional[Bytes]] = []
+        self._values: List[Optional[Bytes]] = []
+        self._headers: List[Optional[List[Header]]] = []
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -153,19 +155,18 @@ class BatchBuilder:
             _check_bytes(value, "value")
         if key is not None and type(key) is not bytes:
             _check_bytes(key, "key")
+        header_list: Optional[List[Header]] = None
         if headers:
             if self.magic < 2:
                 raise ValueError(f"magic {self.magic} messages cannot carry headers; use magic 2")
-            headers = list(headers)
-        else:
-            headers = None
+            header_list = list(headers)
         if timestamp is None:
             timestamp = -1 if self.magic == 0 else _now_ms()
         offsets.append(offset)
         self._timestamps.append(timestamp)
         self._keys.append(key)
         self._values.append(value)
-        self._headers.append(headers)
+        self._headers.append(header_list)
         return offset
 
     def build(self, *, last_offset: Optional[int] = None) -> bytes:
@@ -237,7 +238,7 @@ class BatchBuilder:
             return b""
         magic = self.magic
         lat = self.timestamp_type == "LogAppendTime"
-        lat_time = None
+        lat_time = -1     # the batch's timestamp under LogAppendTime (unused otherwise)
         if lat:
             lat_time = self.log_append_time if self.log_append_time is not None else _now_ms()
         if not self.codec:
@@ -395,7 +396,7 @@ def _wrapper_first_offset(entry: Bytes, magic: int, pos: int) -> int:
     _, found = _inner_messages(entry, magic, pos)
     if magic == 0:
         return found[0][1]
-    wrapper_offset = struct.unpack_from(">q", entry, 0)[0]
+    wrapper_offset: int = struct.unpack_from(">q", entry, 0)[0]
     return wrapper_offset - found[-1][1] + found[0][1]
 
 

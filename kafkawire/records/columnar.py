@@ -100,7 +100,7 @@ from __future__ import annotations
 __all__ = ["ColumnChunk", "ColumnChunkIterator", "iter_column_chunks", "decode_columns",
            "to_arrow", "arrow_schema"]
 
-from typing import Any, Dict, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, cast
 
 import numpy as np
 
@@ -118,6 +118,35 @@ class ColumnChunk:
 
     __slots__ = _C.COLUMN_NAMES + ("start_position", "end_position", "next_offset", "has_headers",
                                    "_per_record")
+
+    if TYPE_CHECKING:
+        # The columns (``kafkawire._columnar_common.COLUMNS``), set in ``__init__``.
+        offset: np.ndarray
+        timestamp: np.ndarray
+        timestamp_type: np.ndarray
+        key_offsets: np.ndarray
+        key_data: np.ndarray
+        key_valid: np.ndarray
+        value_offsets: np.ndarray
+        value_data: np.ndarray
+        value_valid: np.ndarray
+        run_start: np.ndarray
+        run_transactional: np.ndarray
+        run_base_offset: np.ndarray
+        control_offset: np.ndarray
+        control_producer_id: np.ndarray
+        control_type: np.ndarray
+        control_timestamp: np.ndarray
+        run_producer_id: np.ndarray
+        # These are None when the chunk was decoded without headers (``has_headers``
+        # False); typed as arrays since every use checks ``has_headers`` first.
+        header_offsets: np.ndarray
+        header_valid: np.ndarray
+        header_key_offsets: np.ndarray
+        header_key_data: np.ndarray
+        header_value_offsets: np.ndarray
+        header_value_data: np.ndarray
+        header_value_valid: np.ndarray
 
     def __init__(self, columns: Dict[str, Optional[np.ndarray]], *, start_position: int = 0,
                  end_position: int = 0, next_offset: Optional[int] = None) -> None:
@@ -187,19 +216,19 @@ class ColumnChunk:
                    batch_base_offset=self.batch_base_offset)
         return out
 
-    def keys(self) -> list:
+    def keys(self) -> List[Optional[bytes]]:
         """Keys as a list of ``bytes | None`` (convenience; creates objects)."""
         return _binary_list(self.key_offsets, self.key_data, self.key_valid)
 
-    def values(self) -> list:
+    def values(self) -> List[Optional[bytes]]:
         """Values as a list of ``bytes | None`` (convenience; creates objects)."""
         return _binary_list(self.value_offsets, self.value_data, self.value_valid)
 
-    def headers(self) -> list:
+    def headers(self) -> List[List[Tuple[str, Optional[bytes]]]]:
         """Per record a list of ``(str, bytes | None)`` (empty when absent); convenience."""
         if not self.has_headers:
             raise ValueError("this chunk was decoded without headers; pass include_headers=True")
-        hk = [bytes(k).decode("utf-8", "replace") for k in
+        hk = [bytes(k or b"").decode("utf-8", "replace") for k in
               _binary_list(self.header_key_offsets, self.header_key_data, None)]
         hv = _binary_list(self.header_value_offsets, self.header_value_data, self.header_value_valid)
         ho = self.header_offsets.tolist()
@@ -260,7 +289,7 @@ class ColumnChunk:
             _arrow_binary(pa, pa.binary(), n, self.key_offsets, self.key_data, self.key_valid),
             _arrow_binary(pa, pa.binary(), n, self.value_offsets, self.value_data, self.value_valid),
         ]
-        if topic is not None:
+        if topic is not None and partition is not None:
             arrays.extend(_constant_columns(pa, topic, partition, n))
         arrays.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]))
         arrays.append(pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n,
@@ -309,7 +338,7 @@ def arrow_schema(include_headers: bool = False, with_topic: bool = True) -> "Any
     return pa.schema(fields)
 
 
-def _validity(pa: Any, valid: Optional[np.ndarray], n: int):
+def _validity(pa: Any, valid: Optional[np.ndarray], n: int) -> Tuple[Any, int]:
     if valid is None:
         return None, 0
     nulls = n - int(np.count_nonzero(valid))
@@ -325,10 +354,10 @@ def _arrow_binary(pa: Any, typ: Any, n: int, offsets: np.ndarray, data: np.ndarr
                                  null_count=nulls)
 
 
-_CONSTANTS: Dict[tuple, tuple] = {}
+_CONSTANTS: Dict[Tuple[str, int, int], Tuple[Any, Any]] = {}
 
 
-def _constant_columns(pa: Any, topic: str, partition: int, n: int) -> tuple:
+def _constant_columns(pa: Any, topic: str, partition: int, n: int) -> Tuple[Any, Any]:
     """The topic and partition columns of ``n`` rows, shared between batches (Arrow arrays
     are immutable, and every full chunk of a partition has the same length)."""
     key = (topic, partition, n)
@@ -359,7 +388,8 @@ def _offsets_from_lengths(lengths: np.ndarray) -> np.ndarray:
     return out.astype(np.int32)
 
 
-def _take_binary(offsets: np.ndarray, data: np.ndarray, mask: np.ndarray):
+def _take_binary(offsets: np.ndarray, data: np.ndarray,
+                 mask: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     starts = offsets[:-1].astype(np.int64)[mask]
     ends = offsets[1:].astype(np.int64)[mask]
     lengths = ends - starts
@@ -372,7 +402,8 @@ def _take_binary(offsets: np.ndarray, data: np.ndarray, mask: np.ndarray):
     return new_offsets, data[idx]
 
 
-def _binary_list(offsets: np.ndarray, data: np.ndarray, valid: Optional[np.ndarray]) -> list:
+def _binary_list(offsets: np.ndarray, data: np.ndarray,
+                 valid: Optional[np.ndarray]) -> List[Optional[bytes]]:
     raw = data.tobytes()
     o = offsets.tolist()
     if valid is None:
@@ -405,7 +436,7 @@ class ColumnChunkIterator:
                  base_position: int = 0, max_records: int = 65536, max_bytes: int = 64 << 20,
                  start_offset: Optional[int] = None, end_offset: Optional[int] = None,
                  include_headers: bool = False, max_decompressed_size: Optional[int] = None) -> None:
-        self._view = _as_bytes_view(data)
+        self._view: Optional[memoryview] = _as_bytes_view(data)
         n = len(self._view)
         self._end = n if end is None else end
         if not 0 <= start <= self._end <= n:
@@ -485,8 +516,8 @@ class ColumnChunkIterator:
         if len(last) or len(last.control_offset):
             yield last
 
-    def _inflate(self, pos: int):
-        view = self._view
+    def _inflate(self, pos: int) -> Tuple[int, bytes]:
+        view = cast(memoryview, self._view)   # set while iterating
         try:
             magic, codec, ps, pe, nxt = K.columnar_payload_info(view, pos)
             try:

@@ -9,7 +9,7 @@ anything else malformed raises ``CorruptRecordError`` naming its position.
 from __future__ import annotations
 
 from itertools import chain
-from typing import Iterator, Optional, Union
+from typing import Any, Iterator, List, Optional, Union
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -17,7 +17,10 @@ from kafkawire.errors import CorruptRecordError
 from kafkawire.records.batch import KERNEL_HOOKS, RecordBatch, concrete_batch_class
 from kafkawire.records.legacy import LegacyBatch
 
-__all__ = ["iter_batches", "BatchIterator", "SCAN_CHUNK"]
+__all__ = ["iter_batches", "BatchIterator", "Batch", "SCAN_CHUNK"]
+
+#: What iterating a buffer yields: a v2 batch or a v0/v1 top-level message.
+Batch = Union[RecordBatch, LegacyBatch]
 
 #: Batches read per scan-kernel call.
 SCAN_CHUNK = 256
@@ -34,7 +37,7 @@ class BatchIterator:
     __slots__ = ("_buf", "_start", "_end", "_verify", "_base", "_max_size", "_gen",
                  "partial_tail", "stop_position")
 
-    def __init__(self, data, start: int = 0, end: Optional[int] = None, verify_crc: bool = False,
+    def __init__(self, data: Any, start: int = 0, end: Optional[int] = None, verify_crc: bool = False,
                  base_position: int = 0, max_decompressed_size: Optional[int] = None) -> None:
         if isinstance(data, (bytes, bytearray)):
             n = len(data)
@@ -57,13 +60,13 @@ class BatchIterator:
         # resumes Python code once per chunk, not once per batch.
         self._gen = chain.from_iterable(self._chunks())
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Batch]:
         return self._gen
 
-    def __next__(self) -> Union[RecordBatch, LegacyBatch]:
+    def __next__(self) -> Batch:
         return next(self._gen)
 
-    def _chunks(self):
+    def _chunks(self) -> Iterator[List[Batch]]:
         """Yield lists of batch objects; record where and why scanning stopped."""
         buf, pos, end, base, msize = self._buf, self._start, self._end, self._base, self._max_size
         legacy_from_row = LegacyBatch._from_row
@@ -91,7 +94,7 @@ class BatchIterator:
             raise _status_error(buf, stop, end, base, status)
 
 
-def _status_error(buf, pos: int, end: int, base: int, status: int) -> CorruptRecordError:
+def _status_error(buf: Any, pos: int, end: int, base: int, status: int) -> CorruptRecordError:
     mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
     offset = int.from_bytes(mv[pos:pos + 8], "big", signed=True)
     length = int.from_bytes(mv[pos + 8:pos + 12], "big", signed=True)
@@ -121,7 +124,7 @@ def _status_error(buf, pos: int, end: int, base: int, status: int) -> CorruptRec
     return CorruptRecordError(f"scan stopped with status {status}", position=where, offset=offset)
 
 
-def iter_batches(data, *, start: int = 0, end: Optional[int] = None, verify_crc: bool = False,
+def iter_batches(data: Any, *, start: int = 0, end: Optional[int] = None, verify_crc: bool = False,
                  base_position: int = 0,
                  max_decompressed_size: Optional[int] = None) -> BatchIterator:
     """Iterate the batches (v2) and top-level messages (v0/v1) of a bytes-like buffer.

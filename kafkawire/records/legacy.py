@@ -9,12 +9,15 @@ and, under a LogAppendTime magic-1 wrapper, the wrapper's timestamp.
 from __future__ import annotations
 
 import zlib
-from typing import Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.errors import CorruptRecordError, KafkaWireError
 from kafkawire.records.batch import CODEC_NAMES
+
+if TYPE_CHECKING:
+    from kafkawire.records._types import Record
 
 __all__ = ["LegacyBatch"]
 
@@ -29,6 +32,19 @@ class LegacyBatch:
     __slots__ = ("_buf", "_pos", "_base_position", "_max_size", "size", "magic", "last_offset",
                  "attributes", "crc", "timestamp", "_base_offset", "_count")
 
+    _buf: Any
+    _pos: int
+    _base_position: int
+    _max_size: Optional[int]
+    size: int
+    magic: int
+    last_offset: int
+    attributes: int
+    crc: int
+    timestamp: int
+    _base_offset: Optional[int]
+    _count: Optional[int]
+
     partition_leader_epoch = -1
     producer_id = -1
     producer_epoch = -1
@@ -37,12 +53,12 @@ class LegacyBatch:
     is_transactional = False
     is_control = False
     has_delete_horizon = False
-    delete_horizon = None
-    control_type = None
-    coordinator_epoch = None
+    delete_horizon: Optional[int] = None
+    control_type: Optional[str] = None
+    coordinator_epoch: Optional[int] = None
 
     @classmethod
-    def _from_row(cls, buf, row, base_position: int = 0,
+    def _from_row(cls, buf: Any, row: Any, base_position: int = 0,
                   max_size: Optional[int] = None) -> "LegacyBatch":
         b = cls.__new__(cls)
         b._buf = buf
@@ -127,7 +143,7 @@ class LegacyBatch:
         return type(exc)(f"message at offset {self.last_offset}: {exc.message}", position=pos,
                          offset=exc.offset, reason=exc.reason)
 
-    def _expand(self, wrapper, out: List, depth: int, check_crc: bool) -> None:
+    def _expand(self, wrapper: Tuple[Any, ...], out: List[Record], depth: int, check_crc: bool) -> None:
         """Decompress a wrapper tuple from the kernel and append its inner records."""
         _pos, w_offset, w_magic, w_attrs, w_ts, value = wrapper
         if depth > MAX_NESTING:
@@ -155,15 +171,15 @@ class LegacyBatch:
             else:
                 out.append(item)
 
-    def _decode(self, check_crc: bool) -> List:
+    def _decode(self, check_crc: bool) -> List[Record]:
         try:
             items = K.decode_legacy_messages(self._buf, self._pos, self._pos + self.size, -1, -1,
                                              -1, 0, check_crc)
         except CorruptRecordError as exc:
             raise self._fail(exc, False) from None
         if not items or type(items[0]) is not tuple:
-            return items
-        out: List = []
+            return cast("List[Record]", items)
+        out: List[Record] = []
         self._expand(items[0], out, 1, check_crc)
         if self._count is None:
             self._count = len(out)
@@ -171,16 +187,16 @@ class LegacyBatch:
                 self._base_offset = out[0].offset if out else self.last_offset
         return out
 
-    def records(self) -> List:
+    def records(self) -> List[Record]:
         """Decode the message (decompressing a wrapper) into a new list of ``Record``s."""
         return self._decode(False)
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Record]:
         return iter(self._decode(False))
 
     def compute_crc(self) -> int:
         """CRC-32 of the message from its magic byte to its end."""
-        return K.crc32(self._buf, self._pos + C.MAGIC_OFFSET, self._pos + self.size)
+        return cast(int, K.crc32(self._buf, self._pos + C.MAGIC_OFFSET, self._pos + self.size))
 
     def is_valid(self) -> bool:
         try:
