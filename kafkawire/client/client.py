@@ -15,7 +15,8 @@ import random
 import ssl
 import time
 from collections import defaultdict
-from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional,
+                    Sequence, Tuple, Union)
 
 from kafkawire.client import _api as A
 from kafkawire.client.cluster import (STALE_METADATA_CODES, BrokerInfo, ClusterMetadata,
@@ -29,6 +30,9 @@ from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResu
                                       ProduceResult, TopicResult, normalize_record)
 from kafkawire.errors import ProtocolError, UnsupportedVersionError
 from kafkawire.protocol.error_codes import BrokerResponseError, error_code, make_error
+
+if TYPE_CHECKING:
+    from kafkawire.protocol.schema import Message
 
 __all__ = ["Client"]
 
@@ -97,7 +101,7 @@ class Client:
                  connect_timeout_ms: int = 10_000, metadata_max_age_ms: int = 300_000,
                  retries: int = 5, retry_backoff_ms: int = 100,
                  max_frame_size: int = 104_857_600, max_batch_bytes: int = 1_000_000,
-                 partitioner=None, allow_auto_create_topics: bool = False,
+                 partitioner: Optional[Callable[..., int]] = None, allow_auto_create_topics: bool = False,
                  reconnect_backoff_ms: int = 50, reconnect_backoff_max_ms: int = 1_000,
                  security_protocol: str = "PLAINTEXT",
                  ssl_context: Optional[ssl.SSLContext] = None, ssl_cafile: Optional[str] = None,
@@ -139,7 +143,7 @@ class Client:
     def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -299,7 +303,7 @@ class Client:
         return hi
 
     # ---------------------------------------------------------- raw requests
-    def send(self, message, *, node_id: Optional[int] = None, version: Optional[int] = None,
+    def send(self, message: Message, *, node_id: Optional[int] = None, version: Optional[int] = None,
              timeout_ms: Optional[int] = None, expect_response: bool = True) -> Optional[Pending]:
         """Write ``message`` to a broker without waiting; ``.result()`` on the return value reads it.
 
@@ -321,11 +325,13 @@ class Client:
                          timeout=timeout,
                          decode=lambda f, k=api_key, v=version: A.decode_response(k, v, f))
 
-    def request(self, message, *, node_id: Optional[int] = None, version: Optional[int] = None,
-                timeout_ms: Optional[int] = None):
+    def request(self, message: Message, *, node_id: Optional[int] = None,
+                version: Optional[int] = None, timeout_ms: Optional[int] = None) -> Message:
         """Send ``message`` and return the decoded response (no retries, no error checks)."""
         p = self.send(message, node_id=node_id, version=version, timeout_ms=timeout_ms)
-        return p.result(None if timeout_ms is None else timeout_ms / 1000.0)
+        assert p is not None    # a response is expected, so send() returned its Pending
+        response: Message = p.result(None if timeout_ms is None else timeout_ms / 1000.0)
+        return response
 
     # ------------------------------------------------------------- metadata
     def _refresh(self, topics: Optional[Sequence[str]], *, deadline: Optional[_Deadline] = None,
@@ -385,8 +391,9 @@ class Client:
         return min(self.request_timeout + extra, deadline.check(what))
 
     def _backoff(self, deadline: _Deadline, what: str) -> None:
-        left = deadline.check(what)
-        time.sleep(min(self.retry_backoff, left))
+        wait = min(self.retry_backoff, deadline.check(what))
+        log.info("%s: retrying in %.0f ms", what, wait * 1000)
+        time.sleep(wait)
 
     def _leader_conn(self, topic: str, partition: int, deadline: _Deadline) -> BrokerConnection:
         info = self._topic(topic, deadline)

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional, Sequence, Set, Tuple
+
+if TYPE_CHECKING:
+    from kafkawire.records._types import Record
+    from kafkawire.records.iterate import Batch
 
 __all__ = ["RecordMetadata", "ProducerRecord", "ProduceResult", "FetchResult", "OffsetResult", "OffsetAndMetadata",
            "TopicResult", "as_producer_record", "normalize_record"]
@@ -31,7 +35,7 @@ class ProducerRecord(NamedTuple):
     partition: Optional[int] = None
 
 
-def _b(x) -> Optional[bytes]:
+def _b(x: Any) -> Optional[bytes]:
     if x is None or isinstance(x, bytes):
         return x
     if isinstance(x, str):
@@ -44,7 +48,7 @@ def as_producer_record(item: Any) -> ProducerRecord:
     return ProducerRecord(*normalize_record(item))
 
 
-def normalize_record(item: Any) -> tuple:
+def normalize_record(item: Any) -> Tuple[Any, ...]:
     """``as_producer_record`` as a plain ``(value, key, headers, timestamp, partition)`` tuple.
 
     The produce path uses this form: a plain tuple costs a fraction of a
@@ -111,12 +115,12 @@ class FetchResult:
     high_watermark: int
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    batches: List[Any] = field(default_factory=list)
+    batches: List[Batch] = field(default_factory=list)
     aborted_transactions: List[Tuple[int, int]] = field(default_factory=list)
     partial_tail: Optional[int] = None
     size: int = 0
 
-    def records(self) -> list:
+    def records(self) -> List[Record]:
         """All records at or after ``fetch_offset``: control batches and aborted transactions left out.
 
         ``aborted_transactions`` (a read_committed fetch's ``(producer_id,
@@ -124,9 +128,9 @@ class FetchResult:
         producer's transactional batches are dropped from the first offset of
         its aborted transaction up to that transaction's abort marker.
         """
-        out = []
+        out: List[Record] = []
         pending = sorted(self.aborted_transactions, key=lambda a: a[1])
-        aborting: set = set()
+        aborting: Set[int] = set()
         i = 0
         for b in self.batches:
             if pending or aborting:

@@ -17,11 +17,11 @@ import os
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 from kafkawire import _kernels as K
 from kafkawire.errors import IndexCorruptError, LogError, PathError
-from kafkawire.log.storage import absolute, storage_for
+from kafkawire.log.storage import Storage, absolute, storage_for
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -109,7 +109,7 @@ class PartitionFiles:
     other: List[str] = field(default_factory=list)
 
 
-def list_partition(path: str, storage=None) -> PartitionFiles:
+def list_partition(path: str, storage: Optional[Storage] = None) -> PartitionFiles:
     """Classify every file of partition folder ``path``."""
     storage = storage or storage_for(path)
     out = PartitionFiles(path=path)
@@ -145,7 +145,7 @@ def list_partition(path: str, storage=None) -> PartitionFiles:
     return out
 
 
-def segment_files(path: str, storage=None) -> SegmentFiles:
+def segment_files(path: str, storage: Optional[Storage] = None) -> SegmentFiles:
     """The files on disk of the segment that ``path`` (its ``.log`` or any sibling) belongs to."""
     storage = storage or storage_for(path)
     parsed = parse_segment_file_name(os.path.basename(path))
@@ -160,7 +160,7 @@ def segment_files(path: str, storage=None) -> SegmentFiles:
     return sf
 
 
-def has_segments(path: str, storage=None) -> bool:
+def has_segments(path: str, storage: Optional[Storage] = None) -> bool:
     """Whether folder ``path`` holds live segment files (False if it cannot be listed)."""
     storage = storage or storage_for(path)
     try:
@@ -170,7 +170,7 @@ def has_segments(path: str, storage=None) -> bool:
     return any(_SEGMENT_RE.match(n) for n in names)
 
 
-def find_partitions(root: str, storage=None) -> List[Tuple[str, Optional[Tuple[str, int]]]]:
+def find_partitions(root: str, storage: Optional[Storage] = None) -> List[Tuple[str, Optional[Tuple[str, int]]]]:
     """Partition folders at or under ``root``: ``[(path, (topic, partition) or None)]``.
 
     ``root`` itself is the partition when it holds segment files; otherwise
@@ -186,7 +186,7 @@ def find_partitions(root: str, storage=None) -> List[Tuple[str, Optional[Tuple[s
     key = parse_partition_dir_name(os.path.basename(absolute(root)))
     if has_segments(root, storage):
         return [(root, key)]
-    found = []
+    found: List[Tuple[str, Optional[Tuple[str, int]]]] = []
     for name in sorted(storage.listdir(root)):
         sub = os.path.join(root, name)
         k = parse_partition_dir_name(name)
@@ -255,7 +255,7 @@ class ProducerSnapshotEntry:
         return self.last_sequence - self.offset_delta
 
 
-def parse_producer_snapshot(data, path: Optional[str] = None) -> List[ProducerSnapshotEntry]:
+def parse_producer_snapshot(data: Union[bytes, bytearray, memoryview], path: Optional[str] = None) -> List[ProducerSnapshotEntry]:
     """Entries of a producer-state ``.snapshot`` file's bytes; IndexCorruptError if damaged.
 
     Layout: int16 version (1), uint32 CRC-32C of everything after it, int32

@@ -12,10 +12,16 @@ open: readers stop before its first offset (the last stable offset).
 from __future__ import annotations
 
 import bisect
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from kafkawire import _scan_common as C
 from kafkawire.log.txnindex import AbortedTxn
+
+if TYPE_CHECKING:
+    from kafkawire.log.segment import Segment
+
+#: ``(base_offset, last_offset, producer_id, is_transactional, is_control, where)``
+HeaderTuple = Tuple[int, int, int, bool, bool, Any]
 
 #: Batch headers read per scan call while looking for markers.
 _SCAN_CHUNK = 4096
@@ -68,13 +74,14 @@ class AbortedRanges:
     def __bool__(self) -> bool:
         return bool(self._ranges)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[AbortedTxn]:
         for pid, lst in sorted(self._ranges.items()):
             for first, last in lst:
                 yield AbortedTxn(pid, first, last, -1)
 
 
-def compute(headers_iter: Iterable[Tuple[int, int, int, bool, bool, object]], control_type) -> AbortedRanges:
+def compute(headers_iter: Iterable[HeaderTuple],
+            control_type: Callable[[HeaderTuple], Optional[str]]) -> AbortedRanges:
     """Aborted ranges from header tuples ``(base_offset, last_offset, producer_id,
     is_transactional, is_control, where)`` in log order.  ``control_type(row)``
     returns ``"abort"``/``"commit"`` for a control batch's row."""
@@ -95,7 +102,7 @@ def compute(headers_iter: Iterable[Tuple[int, int, int, bool, bool, object]], co
     return out
 
 
-def scan_aborted(segments: Sequence, start_position: int, end_offset: Optional[int]) -> AbortedRanges:
+def scan_aborted(segments: Sequence[Segment], start_position: int, end_offset: Optional[int]) -> AbortedRanges:
     """The aborted transactions touching the batches from ``start_position`` of
     ``segments[0]`` up to ``end_offset`` (exclusive; None: the end of the log).
 
@@ -104,10 +111,10 @@ def scan_aborted(segments: Sequence, start_position: int, end_offset: Optional[i
     ``.txnindex`` entries of every segment scanned are merged in.
     """
     end = float("inf") if end_offset is None else end_offset
-    scanned = []
+    scanned: List[Segment] = []
 
-    def rows():
-        open_pids = set()
+    def rows() -> Iterator[HeaderTuple]:
+        open_pids: Set[int] = set()
         for k, seg in enumerate(segments):
             scanned.append(seg)
             pos = start_position if k == 0 else 0
@@ -139,9 +146,10 @@ def scan_aborted(segments: Sequence, start_position: int, end_offset: Optional[i
                     break
                 pos = stop
 
-    def control_type(row):
+    def control_type(row: HeaderTuple) -> Optional[str]:
         seg, pos = row[5]
-        return seg.batch_at(pos).control_type
+        marker: Optional[str] = seg.batch_at(pos).control_type
+        return marker
 
     ranges = compute(rows(), control_type)
     for seg in scanned:

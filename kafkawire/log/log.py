@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
 from kafkawire.errors import LogError
 from kafkawire.log import files as F
@@ -69,7 +69,8 @@ class Log:
         segs = []
         for sf in self.files.segments:
             seg = old.get(sf.base_offset)
-            if seg is None or seg.files != sf or seg.size != self.storage.size(sf.log):
+            # (a kept segment has the same files, so its .log exists)
+            if seg is None or seg.files != sf or seg.size != self.storage.size(cast(str, sf.log)):
                 seg = Segment(sf, storage=self.storage)
             segs.append(seg)
         self.segments = tuple(segs)

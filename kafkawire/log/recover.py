@@ -16,16 +16,23 @@ written (through a temporary file and an atomic rename).  Files named
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from kafkawire import _scan_common as C
 from kafkawire.log.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from kafkawire.log.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
 from kafkawire.log.txnindex import pack_txn_entry, read_txn_index
 from kafkawire.log.verify import STATUS_TEXT, VerifyReport, check_segment_indexes
+
+_log = logging.getLogger("kafkawire.log.recover")
+
+if TYPE_CHECKING:
+    from kafkawire.log.log import Log
+    from kafkawire.log.segment import HeaderRows, Segment
 
 _INT32_MAX = 0x7FFFFFFF
 
@@ -67,7 +74,7 @@ class RecoverReport:
         return not self.removed_segments and all(
             s.truncated_bytes == 0 and not s.index_rebuilt for s in self.segments)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
         d["truncated_bytes"] = self.truncated_bytes
         d["clean"] = self.clean
@@ -92,7 +99,7 @@ class RecoverReport:
         return "\n".join(lines)
 
 
-def _recover_segment(seg, interval: int):
+def _recover_segment(seg: Segment, interval: int) -> Tuple[SegmentRecovery, IndexBuilder]:
     """``(SegmentRecovery, IndexBuilder)`` for one segment, without touching files."""
     b = IndexBuilder(seg.base_offset, interval)
     rows, stop, status = seg.scan(0, -1, -1, True)
@@ -126,7 +133,7 @@ def _recover_segment(seg, interval: int):
     return rec, b
 
 
-def _first_offsets(rows) -> list:
+def _first_offsets(rows: HeaderRows) -> List[int]:
     return [r[C.BASE_OFFSET] if r[C.MAGIC] == 2 else (-1 if r[C.RECORD_COUNT] < 0 else r[C.LAST_OFFSET])
             for r in rows.tolist()]
 
@@ -140,11 +147,12 @@ def _write_atomic(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _stem(seg) -> str:
-    return seg.path[:-len(LOG_SUFFIX)]
+def _stem(seg: Segment) -> str:
+    stem: str = seg.path[:-len(LOG_SUFFIX)]
+    return stem
 
 
-def recover_log(log, apply: bool = False, *,
+def recover_log(log: Log, apply: bool = False, *,
                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> RecoverReport:
     """Recover every segment of ``log``; see the module docstring."""
     report = RecoverReport(applied=apply)
@@ -180,6 +188,8 @@ def recover_log(log, apply: bool = False, *,
                 os.fsync(dst.fileno())
             rec.saved_to = saved
             report.saved_files.append(saved)
+            _log.info("%s: truncated to %d of %d bytes (%s at position %s); cut bytes saved to %s",
+                      seg.path, rec.valid_bytes, rec.size, rec.problem, rec.problem_position, saved)
             with open(seg.path, "r+b") as f:
                 f.truncate(rec.valid_bytes)
                 f.flush()
@@ -190,12 +200,14 @@ def recover_log(log, apply: bool = False, *,
         if rec.index_rebuilt or rec.truncated_bytes:
             _write_atomic(stem + INDEX_SUFFIX, builder.offset_index_bytes())
             _write_atomic(stem + TIME_INDEX_SUFFIX, builder.time_index_bytes())
+            _log.info("%s: indexes rewritten from the log", stem)
     for seg in later:
         for p in (seg.files.log, seg.files.index, seg.files.timeindex, seg.files.txnindex):
             if p and os.path.exists(p):
                 saved = f"{p}.cut-{stamp}"
                 os.replace(p, saved)
                 report.saved_files.append(saved)
+                _log.info("%s: after the truncation point; moved to %s", p, saved)
     log.segments = ()
     log.refresh()
     return report

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import asdict, dataclass, field
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from kafkawire import _scan_common as C
 from kafkawire.errors import KafkaWireError
 from kafkawire.log.index import load_offset_index, load_time_index
+
+if TYPE_CHECKING:
+    from kafkawire.log.log import Log
+    from kafkawire.log.segment import Segment
 
 _INT32_MAX = 0x7FFFFFFF
 _V2_KNOWN_ATTRS = 0x7F
@@ -68,7 +72,8 @@ class VerifyReport:
     def __bool__(self) -> bool:
         return self.ok
 
-    def add(self, segment: str, position, offset, kind: str, message: str) -> None:
+    def add(self, segment: str, position: Optional[int], offset: Optional[int], kind: str,
+            message: str) -> None:
         self.problems.append(Problem(segment, position, offset, kind, message))
 
     def merge(self, other: "VerifyReport") -> None:
@@ -78,7 +83,7 @@ class VerifyReport:
         self.bytes += other.bytes
         self.index_entries += other.index_entries
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
         d["ok"] = self.ok
         return d
@@ -91,7 +96,7 @@ class VerifyReport:
         return head + f"{len(self.problems)} problem(s)\n" + "\n".join(f"  {p}" for p in self.problems)
 
 
-def verify_segment(seg, report: VerifyReport, *, check_indexes: bool = True,
+def verify_segment(seg: Segment, report: VerifyReport, *, check_indexes: bool = True,
                    deep: bool = False, prev_last: int = -1) -> int:
     """Check one segment into ``report``; return its last offset (for the next segment)."""
     path = seg.path
@@ -150,13 +155,13 @@ def verify_segment(seg, report: VerifyReport, *, check_indexes: bool = True,
     return prev_last
 
 
-def _offset_at(seg, pos: int) -> Optional[int]:
+def _offset_at(seg: Segment, pos: int) -> Optional[int]:
     if pos + 8 <= seg.size:
         return int.from_bytes(seg.buffer[pos:pos + 8], "big", signed=True)
     return None
 
 
-def _deep_check(seg, pos: int, offset: int, path: str, report: VerifyReport) -> None:
+def _deep_check(seg: Segment, pos: int, offset: int, path: str, report: VerifyReport) -> None:
     try:
         batch = seg.batch_at(pos)
         batch.validate()
@@ -166,7 +171,9 @@ def _deep_check(seg, pos: int, offset: int, path: str, report: VerifyReport) -> 
         report.add(path, pos, offset, getattr(exc, "reason", "corrupt"), str(exc))
 
 
-def check_segment_indexes(seg, report: VerifyReport, starts, bases, lasts, max_ts) -> None:
+def check_segment_indexes(seg: Segment, report: VerifyReport, starts: Sequence[int],
+                          bases: Sequence[int], lasts: Sequence[int],
+                          max_ts: Sequence[int]) -> None:
     """Check ``seg``'s index files against its batches into ``report``.
 
     ``starts``/``bases``/``lasts``/``max_ts``: per readable batch, its
@@ -180,7 +187,7 @@ def check_segment_indexes(seg, report: VerifyReport, starts, bases, lasts, max_t
     if seg.files.index is not None:
         idx = load_offset_index(seg.files.index, seg.base_offset, seg.size, storage=seg.storage)
         if idx.status != "ok":
-            report.add(seg.files.index, None, None, "index", idx.problem)
+            report.add(seg.files.index, None, None, "index", idx.problem or idx.status)
         for off, pos in idx:
             report.index_entries += 1
             i = bisect.bisect_left(starts, pos)
@@ -201,7 +208,7 @@ def check_segment_indexes(seg, report: VerifyReport, starts, bases, lasts, max_t
         tim = load_time_index(seg.files.timeindex, seg.base_offset, seg.size,
                               storage=seg.storage)
         if tim.status != "ok":
-            report.add(seg.files.timeindex, None, None, "timeindex", tim.problem)
+            report.add(seg.files.timeindex, None, None, "timeindex", tim.problem or tim.status)
         for ts, off in tim:
             report.index_entries += 1
             i = bisect.bisect_left(lasts, off)
@@ -214,7 +221,7 @@ def check_segment_indexes(seg, report: VerifyReport, starts, bases, lasts, max_t
                            f"max timestamp {max_ts[i]}")
 
 
-def verify_log(log, *, check_indexes: bool = True, deep: bool = False) -> VerifyReport:
+def verify_log(log: Log, *, check_indexes: bool = True, deep: bool = False) -> VerifyReport:
     """Check every segment of ``log`` (a :class:`~kafkawire.log.Log`)."""
     report = VerifyReport()
     prev_last = -1

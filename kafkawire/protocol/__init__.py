@@ -25,11 +25,12 @@ from kafkawire.protocol.frames import (DEFAULT_MAX_FRAME_SIZE, FrameReader, fram
                                        peek_correlation_id, read_frame)
 from kafkawire.protocol.headers import (RequestHeader, ResponseHeader, request_header_version,
                                         response_header_version)
+from kafkawire.protocol import messages as _messages
 from kafkawire.protocol.messages import *  # noqa: F401,F403
-from kafkawire.protocol.messages import __all__ as _message_names
 from kafkawire.protocol.schema import Message, Struct
 
-__all__ = list(_message_names) + [
+__all__ = list(_messages.__all__)
+__all__ += [
     "ApiKey", "request_class", "response_class", "supported_versions",
     "encode_request", "decode_request", "encode_response", "decode_response",
     "RequestFrame", "ResponseFrame", "RequestHeader", "ResponseHeader",

@@ -14,6 +14,7 @@ none, so no record is read twice either way.
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ import numpy as np
 
 from kafkawire.spark.layout import PartitionInfo, SegmentInfo
 from kafkawire.spark.options import EARLIEST, LATEST, OptionError, ReadOptions, log
+
+log = logging.getLogger("kafkawire.spark.planning")
 
 try:
     from pyspark.sql.datasource import InputPartition
@@ -328,6 +331,15 @@ def plan_tasks(ranges: List[Range], ro: ReadOptions) -> List[Task]:
     waves), and the bytes are spread evenly over the tasks: a Spark task costs
     ~50 ms whatever it reads, and the slowest task ends the stage.
     """
+    tasks = _plan_tasks(ranges, ro)
+    if log.isEnabledFor(logging.INFO):
+        log.info("planned %d task(s) over %d partition range(s), %d bytes (maxBytesPerTask=%d, "
+                 "minPartitions=%s)", len(tasks), len(ranges), sum(t.nbytes for t in tasks),
+                 ro.max_bytes_per_task, ro.min_partitions)
+    return tasks
+
+
+def _plan_tasks(ranges: List[Range], ro: ReadOptions) -> List[Task]:
     max_bytes = ro.max_bytes_per_task
     mp = ro.min_partitions
     if ro.max_records_per_partition is not None:
