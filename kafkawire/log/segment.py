@@ -19,7 +19,7 @@ from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log import files as F
 from kafkawire.log.index import (OffsetIndex, TimeIndex, build_indexes,
                                  load_offset_index, load_time_index)
-from kafkawire.log.storage import MappedFile, Storage, absolute, storage_for
+from kafkawire.log.storage import MappedFile, ObjectStorage, RemoteFile, Storage, absolute, storage_for
 from kafkawire.log.txnindex import AbortedTxn, read_txn_index
 from kafkawire.records import iter_batches
 from kafkawire.records.iterate import Batch
@@ -53,8 +53,8 @@ class Segment:
         self.base_offset = files.base_offset
         self.path = files.log
         self.storage = storage or storage_for(files.log)
-        self._mapped: Optional[MappedFile] = None
-        self._buf: Union[None, bytes, mmap.mmap] = None   # the mapped bytes, once mapped
+        self._mapped: Union[MappedFile, RemoteFile, None] = None
+        self._buf: Union[None, bytes, bytearray, mmap.mmap] = None   # the mapped bytes, once mapped
         if size is None:
             size = self._stat()
         self.size = size
@@ -62,7 +62,7 @@ class Segment:
 
     # -- opening ------------------------------------------------------------
     @classmethod
-    def open(cls, path: str, *, storage=None) -> "Segment":
+    def open(cls, path: str, *, storage: Optional[Storage] = None) -> "Segment":
         """Open the segment whose ``.log`` (or any sibling segment file) is ``path``."""
         sf = F.segment_files(path, storage)
         if sf.log is None:
@@ -122,7 +122,7 @@ class Segment:
         return f"Segment({self.path!r}, base_offset={self.base_offset}, size={self.size})"
 
     @property
-    def buffer(self) -> Union[bytes, mmap.mmap]:
+    def buffer(self) -> Union[bytes, bytearray, mmap.mmap]:
         """The ``.log``'s first ``size`` bytes, memory-mapped (``b""`` when empty)."""
         buf = self._buf
         if buf is None:
@@ -233,7 +233,7 @@ class Segment:
         """
         end = self.size if end < 0 or end > self.size else end
         if self._buf is None and self.storage.ranged and end > start:
-            data = self.storage.read_exact(self.path, start, end - start)
+            data = cast(ObjectStorage, self.storage).read_exact(self.path, start, end - start)
             rows, stop, status = K.scan_batches(data, 0, len(data), max_count, check_crc)
             if len(rows):
                 rows[:, C.POSITION] += start

@@ -25,7 +25,7 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from kafkawire.errors import LogError, ObjectNotFoundError, ObjectTruncatedError, StorageError
 
@@ -114,7 +114,7 @@ class MappedFile:
     def __enter__(self) -> "MappedFile":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -175,7 +175,7 @@ class LocalStorage:
             f.seek(position)
             return f.read(length)
 
-    def read_ranges(self, path: str, ranges) -> List[bytes]:
+    def read_ranges(self, path: str, ranges: Iterable[Tuple[int, int]]) -> List[bytes]:
         """``read_range`` for each ``(position, length)``, through one open file."""
         with open(path, "rb") as f:
             fd = f.fileno()
@@ -204,18 +204,18 @@ _PACKAGES = {"s3": ("s3fs", "s3"), "gcs": ("gcsfs", "gcs"), "abfs": ("adlfs", "a
              "hdfs": ("pyarrow", "hdfs"), "file": ("fsspec", "remote")}
 
 
-def url_scheme(path) -> Optional[str]:
+def url_scheme(path: Any) -> Optional[str]:
     """The scheme of a URL (``"s3a"`` for ``s3a://bucket/key``), None for a local path."""
     m = _URL_RE.match(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else None
     return m.group(1).lower() if m else None
 
 
-def is_url(path) -> bool:
+def is_url(path: Any) -> bool:
     """Whether ``path`` is a URL (read through :class:`ObjectStorage`) rather than a local path."""
     return url_scheme(path) is not None
 
 
-def absolute(path) -> str:
+def absolute(path: Union[str, "os.PathLike[str]"]) -> str:
     """``os.path.abspath`` for local paths; a URL is kept, without a trailing slash."""
     path = os.fspath(path)
     if is_url(path):
@@ -311,7 +311,7 @@ class ObjectStorage:
     #: True: ``.log`` bytes are read by ranges, never mapped.
     ranged = True
 
-    def __init__(self, protocol: str, options: Optional[Dict[str, Any]] = None, *, fs=None,
+    def __init__(self, protocol: str, options: Optional[Dict[str, Any]] = None, *, fs: Any = None,
                  block_size: int = 16 << 20, retries: int = 5, backoff: float = 0.2) -> None:
         self.protocol = protocol
         self.options = dict(options or {})
@@ -322,7 +322,7 @@ class ObjectStorage:
         self._lock = threading.Lock()
 
     @property
-    def fs(self):
+    def fs(self) -> Any:
         """The fsspec filesystem (created on first use, so a storage pickles as its settings)."""
         if self._fs is None:
             with self._lock:
@@ -330,10 +330,10 @@ class ObjectStorage:
                     self._fs = _filesystem(self.protocol, self.options)
         return self._fs
 
-    def __getstate__(self):
+    def __getstate__(self) -> Dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_fs", "_lock")}
 
-    def __setstate__(self, state) -> None:
+    def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._fs = None
         self._lock = threading.Lock()
@@ -342,7 +342,8 @@ class ObjectStorage:
         return f"ObjectStorage({self.protocol!r})"
 
     def _key(self, path: str) -> str:
-        return self.fs._strip_protocol(path)
+        key: str = self.fs._strip_protocol(path)
+        return key
 
     def _call(self, what: str, path: str, fn: Callable[[], T]) -> T:
         """``fn()``, retried with backoff on transient errors; absent objects named."""
@@ -410,7 +411,7 @@ class ObjectStorage:
         return bytes(self._call("reading", path,
                                 lambda: self.fs.cat_file(key, start=position, end=position + length)))
 
-    def read_ranges(self, path: str, ranges) -> List[bytes]:
+    def read_ranges(self, path: str, ranges: Iterable[Tuple[int, int]]) -> List[bytes]:
         return [self.read_range(path, p, n) for p, n in ranges]
 
     def read_exact(self, path: str, position: int, length: int) -> bytes:
@@ -524,7 +525,7 @@ class RemoteFile:
 
     __slots__ = ("path", "size", "data")
 
-    def __init__(self, path: str, data) -> None:
+    def __init__(self, path: str, data: Union[bytes, bytearray]) -> None:
         self.path = path
         self.size = len(data)
         self.data = data
@@ -538,11 +539,11 @@ class RemoteFile:
     def __enter__(self) -> "RemoteFile":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _filesystem(protocol: str, options: Dict[str, Any]):
+def _filesystem(protocol: str, options: Dict[str, Any]) -> Any:
     try:
         import fsspec
     except ImportError:
@@ -585,7 +586,7 @@ def object_storage(url: str, options: Optional[Mapping[str, str]] = None) -> Obj
 Storage = Union[LocalStorage, ObjectStorage]
 
 
-def storage_for(path, options: Optional[Mapping[str, str]] = None):
+def storage_for(path: Any, options: Optional[Mapping[str, str]] = None) -> Storage:
     """The storage that reads ``path``: :data:`LOCAL` for local paths, an :class:`ObjectStorage`
     for URLs (``options`` configure it, see :func:`storage_options`)."""
     if is_url(path):
@@ -593,7 +594,8 @@ def storage_for(path, options: Optional[Mapping[str, str]] = None):
     return LOCAL
 
 
-def map_file(path: str, size: Optional[int] = None, storage=None):
+def map_file(path: str, size: Optional[int] = None,
+             storage: Optional[Storage] = None) -> Union[MappedFile, RemoteFile]:
     """The first ``size`` bytes of ``path`` through its storage: a :class:`MappedFile` (local) or a
     :class:`RemoteFile` (read into memory)."""
     return (storage or storage_for(path)).map(path, size)

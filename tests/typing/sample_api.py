@@ -130,6 +130,17 @@ def client_types(bootstrap: str) -> Optional[FetchResult]:
         return result
 
 
+def producer_types(bootstrap: str) -> None:
+    """What an editor knows about the producer (not run: it needs a cluster)."""
+    producer = kafkawire.Producer(bootstrap)
+    future = producer.send("orders", b"value", key=b"key")
+    if TYPE_CHECKING:
+        reveal_type(producer)
+        reveal_type(future)
+        reveal_type(producer.flush())
+    producer.close()
+
+
 def main() -> None:
     data = build_batch([b"x", b"y"])
     assert read_batches(data) == [(0, b"x"), (1, b"y")]
