@@ -1,6 +1,7 @@
 """``kafkawire dump`` speed against Kafka's Java reader, in one run on the same file.
 
-Usage: ``python benchmarks/bench_cli.py [--quick] [--mib N] [--backend fast|pure] [--general]``
+Usage: ``python benchmarks/bench_cli.py [--quick] [--mib N] [--backend fast|pure] [--general]
+[--results PATH]`` (the figures also go to ``benchmarks/results/cli[-quick].json``)
 
 Builds (once, cached under ``/tmp/kafkawire-bench-cli/``) one segment of W1-shaped
 batches (16-byte keys, 100-byte values, 130 records per ~16 KiB uncompressed batch):
@@ -24,25 +25,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+import _harness as H
 
-
+ROOT = H.ROOT
 CACHE = Path(tempfile.gettempdir()) / "kafkawire-bench-cli"
 RECORDS_PER_BATCH = 130
 
 
 def build_file(path: Path, mib: int) -> int:
     """Write the segment (or reuse the cached one); returns its record count."""
-    from kafkawire.records import BatchBuilder
     target = mib << 20
     done = path.with_suffix(".count")
     if path.exists() and done.exists():
@@ -50,13 +46,12 @@ def build_file(path: Path, mib: int) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     offset = 0
     written = 0
+    value = b"v" * 100
+    batches = H.v2_batches(1 << 62, RECORDS_PER_BATCH, lambda i: value,
+                           key=lambda i: b"%016d" % i)
     with open(path.with_suffix(".tmp"), "wb") as f:
         while written < target:
-            b = BatchBuilder(base_offset=offset)
-            for i in range(RECORDS_PER_BATCH):
-                b.append(b"v" * 100, key=b"%016d" % (offset + i),
-                         timestamp=1_700_000_000_000 + offset + i)
-            raw = b.build()
+            raw = next(batches)
             f.write(raw)
             written += len(raw)
             offset += RECORDS_PER_BATCH
@@ -80,14 +75,10 @@ def time_dump(path: Path, flags, repeat: int):
 
 
 def run_java(path: Path, seconds: float):
-    from javahelper import find_kafka_jars
-    jars = find_kafka_jars()
-    if jars is None or shutil.which("javac") is None:
-        return None, "Kafka jars or javac missing (pip install shigawire-apache-flink-libraries)"
-    out = Path(tempfile.mkdtemp(prefix="kw-bench-cli-"))
-    cp = os.pathsep.join([str(out)] + [str(j) for j in jars])
-    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", cp,
-                    str(ROOT / "benchmarks" / "java" / "BenchDumpLog.java")], check=True)
+    jars = H.kafka_jars()
+    if jars is None:
+        return None, H.JAVA_MISSING
+    _out, cp = H.compile_java(ROOT / "benchmarks" / "java" / "BenchDumpLog.java", jars)
     proc = subprocess.run(["java", "-Xmx1g", "-cp", cp, "BenchDumpLog", str(path), str(seconds)],
                           check=True, capture_output=True, text=True)
     vals = dict(line.split() for line in proc.stdout.splitlines() if line.count(" ") == 1)
@@ -102,6 +93,7 @@ def main() -> None:
     ap.add_argument("--general", action="store_true",
                     help="batch objects for every batch (no formatter kernel): the path "
                          "kafkawire took before it, for comparison")
+    H.add_results_option(ap)
     args = ap.parse_args()
     if args.general:
         from kafkawire.cli import dump
@@ -127,6 +119,22 @@ def main() -> None:
         cpu, wall = time_dump(path, flags, repeat)
         rows.append((name, unit / cpu, unit / wall, unit == batches, size / cpu / 1e6))
     java, note = run_java(path, 2.0 if args.quick else 6.0)
+    results = H.Results("cli", quick=args.quick)
+    results.version("java", H.java_version())
+    wl = f"segment {size >> 20} MiB"
+    impl = f"kafkawire {_kernels.backend}" + (" (general path)" if args.general else "")
+    for name, cpu_rate, wall_rate, per_batch, _mbs in rows:
+        unit = "batches/s (CPU)" if per_batch else "records/s (CPU)"
+        results.add(wl, impl, name, cpu_rate, unit)
+    if java:
+        for name, _c, _w, per_batch, _m in rows:
+            if not per_batch:
+                results.add(wl, "Kafka Java (FileRecords iteration)", name, java["iterate_cpu"],
+                            "records/s (CPU)")
+                results.add(wl, "Kafka Java (DumpLogSegments lines)", name, java["dump_cpu"],
+                            "records/s (CPU)")
+        results.set_ratios("Kafka Java (DumpLogSegments lines)")
+    results.write(args.results)
     print(f"{'mode':30} {'rate (CPU)':>17} {'rate (wall)':>12} {'MB/s CPU':>9} "
           f"{'vs Java iterate':>17} {'vs Java dump':>15}")
     print(f"{'':30} {'':>17} {'':>12} {'':>9} {'CPU / wall':>17} {'CPU / wall':>15}")

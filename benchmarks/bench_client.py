@@ -14,21 +14,18 @@ Records go to partition ``i * 4 // n`` (a quarter per partition) for both.
 
 Each client runs ``--repeat`` times (interleaved, fresh topics) and the best
 time counts.  Run: ``python benchmarks/bench_client.py [--quick] [--codec lz4]
-[--backend pure] [--repeat 3]``.
+[--backend pure] [--repeat 3] [--results PATH]`` (the figures also go to
+``benchmarks/results/client[-quick].json``).
 """
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import _harness as H
+import confluent_kafka as ck
 
-import confluent_kafka as ck  # noqa: E402
-
-import kafkawire  # noqa: E402
-from kafkawire import _kernels  # noqa: E402
+import kafkawire
 
 
 # The mock keeps about 5 MB per partition (older batches are dropped), so the
@@ -107,9 +104,9 @@ def main() -> None:
     ap.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
     ap.add_argument("--backend", default=None, choices=["fast", "pure"])
     ap.add_argument("--repeat", type=int, default=3, help="runs per client; the best counts")
+    H.add_results_option(ap)
     args = ap.parse_args()
-    if args.backend:
-        _kernels.use(args.backend)
+    backend = H.use_backend(args.backend)
     n = args.records or (20_000 if args.quick else 120_000)
     owner = ck.Producer({"test.mock.num.brokers": 3, "log_level": 0})
     md = owner.list_topics(timeout=10)
@@ -126,12 +123,19 @@ def main() -> None:
     kw = (min(r[0] for r in kw_runs), min(r[1] for r in kw_runs))
     cf = (min(r[0] for r in cf_runs), min(r[1] for r in cf_runs))
     print(f"client throughput vs librdkafka mock cluster: {n} records, {mb:.1f} MB payload, "
-          f"codec={args.codec}, batch={args.batch}, kafkawire backend={_kernels.backend}, "
+          f"codec={args.codec}, batch={args.batch}, kafkawire backend={backend}, "
           f"best of {args.repeat}")
     print(f"{'':10s} {'kafkawire':>14s} {'confluent-kafka':>16s} {'ratio':>7s}")
     for name, a, b in (("produce", kw[0], cf[0]), ("fetch", kw[1], cf[1])):
         print(f"{name:10s} {n / a / 1e3:10.0f} k/s {n / b / 1e3:12.0f} k/s {b / a:6.2f}x")
     owner.flush(1)
+    results = H.Results("client", quick=args.quick)
+    wl = f"{n} records, codec {args.codec}"
+    for name, a, b in (("produce", kw[0], cf[0]), ("fetch", kw[1], cf[1])):
+        results.add(wl, f"kafkawire.Client ({backend})", name, n / a, "records/s")
+        results.add(wl, "confluent-kafka (librdkafka)", name, n / b, "records/s")
+    results.set_ratios("confluent-kafka (librdkafka)")
+    results.write(args.results)
 
 
 if __name__ == "__main__":

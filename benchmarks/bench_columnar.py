@@ -18,44 +18,29 @@ other processes hits every contender alike; both wall-clock and process CPU
 time are measured (on a shared machine the CPU-time rates are the steadier
 ones; the ratios use CPU time, the wall-clock ratio is shown beside them).
 
-Run: ``python benchmarks/bench_columnar.py [--quick] [--repeat N]``.
+Run: ``python benchmarks/bench_columnar.py [--quick] [--repeat N] [--results PATH]`` (the
+figures also go to ``benchmarks/results/columnar[-quick].json``).
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from kafkawire import _kernels  # noqa: E402
-import kafkawire  # noqa: E402
-from kafkawire.records.columnar import iter_column_chunks  # noqa: E402
+import _harness as H
+from kafkawire import _kernels
+import kafkawire
+from kafkawire.records.columnar import iter_column_chunks
 
 KEY = b"k" * 16
-BATCH_BYTES = 16 * 1024
+BATCH_BYTES = H.BATCH_BYTES
 
 
 def build(n: int, codec: int, headers: bool) -> bytes:
     """W1-like data written with aiokafka's Cython builder (a batch per ~16 KiB)."""
-    from aiokafka.record.default_records import DefaultRecordBatchBuilder
-
     hs = [("trace-id", b"0123456789abcdef"), ("source", b"bench"), ("n", b"1")] if headers else []
     per = max(1, BATCH_BYTES // (16 + 100 + 8 + (45 if headers else 0)))
-    out = []
-    offset = 0
-    ts = 1_700_000_000_000
-    while offset < n:
-        b = DefaultRecordBatchBuilder(2, codec, 0, -1, -1, -1, 1 << 24)
-        for i in range(min(per, n - offset)):
-            value = (b"value-%012d-" % (offset + i)).ljust(100, b"x")
-            b.append(i, ts + offset + i, KEY, value, hs)
-        raw = bytearray(b.build())
-        raw[0:8] = offset.to_bytes(8, "big")
-        out.append(bytes(raw))
-        offset += per
-    return b"".join(out)
+    return H.aiokafka_v2_batches(n, per, codec, KEY,
+                                 lambda i: (b"value-%012d-" % i).ljust(100, b"x"), hs)
 
 
 def columnar(data: bytes) -> int:
@@ -82,22 +67,13 @@ def records(data: bytes) -> int:
 
 
 def aiokafka_records(data: bytes) -> int:
-    from aiokafka.record.memory_records import MemoryRecords
-
     n = 0
-    mr = MemoryRecords(data)
+    mr = H.aiokafka_memory_records()(data)
     while mr.has_next():
         for r in mr.next_batch():
             r.offset, r.timestamp, r.key, r.value, r.headers
             n += 1
     return n
-
-
-def check_aiokafka_is_cython() -> None:
-    from aiokafka.record import memory_records, default_records
-
-    assert "_crecords" in memory_records.MemoryRecords.__module__, memory_records.MemoryRecords
-    assert "_crecords" in default_records.DefaultRecordBatch.__module__
 
 
 def with_backend(name: str, fn):
@@ -116,10 +92,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="100k records instead of 1M")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workloads", default="W1,W2,W3,W8")
+    H.add_results_option(ap)
     args = ap.parse_args()
-    if not _kernels.fast_available():
-        sys.exit(f"the compiled kernels are not built: {_kernels.fast_error}")
-    check_aiokafka_is_cython()
+    H.require_fast()
+    H.aiokafka_memory_records(cython=True)
+    results = H.Results("columnar", quick=args.quick)
     n = 100_000 if args.quick else 1_000_000
     workloads = {"W1": (0, False), "W2": (3, False), "W3": (4, False), "W8": (0, True)}
     contenders = [
@@ -141,10 +118,8 @@ def main() -> None:
             for name, fn, shrink in contenders:
                 if shrink > 1 and name in best and args.repeat > 2 and _ > 1:
                     continue  # the pure kernel is slow; two runs are enough
-                sub = data if shrink == 1 else _prefix(data, n // shrink)
-                c0, t0 = time.process_time(), time.perf_counter()
-                got = fn(sub)
-                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                sub = data if shrink == 1 else H.prefix_by_records(data, n // shrink)
+                cpu, wall, got = H.cpu_and_wall(lambda: fn(sub))
                 expect = n if shrink == 1 else n // shrink
                 assert abs(got - expect) <= BATCH_BYTES, (name, got, expect)
                 old = best.get(name, (0, 0, 0))
@@ -156,18 +131,12 @@ def main() -> None:
             cpu_rate, mbs, wall_rate = best[name]
             print(f"| {wl} | {name} | {cpu_rate:,.0f} | {mbs:,.0f} | {wall_rate:,.0f} "
                   f"| {cpu_rate / aio[0]:.1f}x | {wall_rate / aio[2]:.1f}x | {cpu_rate / rec[0]:.1f}x |")
+            results.add(f"{wl} {('none', 'gzip', 'snappy', 'lz4', 'zstd')[codec]}"
+                        f"{' +headers' if headers else ''}",
+                        name, "full decode", cpu_rate, "records/s (CPU)")
         sys.stdout.flush()
-
-
-def _prefix(data: bytes, records: int) -> bytes:
-    """The leading whole batches holding about ``records`` records."""
-    pos = 0
-    count = 0
-    while pos < len(data) and count < records:
-        size = int.from_bytes(data[pos + 8:pos + 12], "big")
-        count += int.from_bytes(data[pos + 57:pos + 61], "big")
-        pos += 12 + size
-    return data[:pos]
+    results.set_ratios("aiokafka (Cython)")
+    results.write(args.results)
 
 
 if __name__ == "__main__":

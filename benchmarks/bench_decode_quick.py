@@ -1,7 +1,8 @@
 """Quick decode benchmark: kafkawire (fast, pure) vs aiokafka's Cython record codecs.
 
 For tuning the record kernels; the full comparison (all peers, Java) is
-``benchmarks/bench_records.py``.  Run: ``python benchmarks/bench_decode_quick.py [--quick]``.
+``benchmarks/bench_records.py``.  Run: ``python benchmarks/bench_decode_quick.py [--quick]``;
+the figures also go to ``benchmarks/results/decode_quick[-quick].json`` (``--results``).
 Workloads (uncompressed, ~16 KiB batches): W1 1M records of 16-byte key/100-byte
 value; W6 2M 10-byte values; W8 W1 with 3 headers.  Measures full decode
 touching every field, header-only iteration, and CRC validation.
@@ -9,65 +10,34 @@ touching every field, header-only iteration, and CRC validation.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import _harness as H
+from kafkawire import _kernels
 
-from kafkawire import _kernels  # noqa: E402
-from kafkawire import _pure  # noqa: E402,F401
-
-BATCH_BYTES = 16 * 1024
+BATCH_BYTES = H.BATCH_BYTES
 
 
 def build(n, key_size, value_size, nheaders):
+    """Batches of ~16 KiB of identical records (a fixed key and value)."""
     from kafkawire._pure.records import encode_records_v2
-    from kafkawire._pure.crc import crc32c
-    import struct
     key = b"k" * key_size if key_size else None
     value = b"v" * value_size
     headers = [(f"header-{i}", b"h" * 8) for i in range(nheaders)]
     rec = encode_records_v2([0], [0], [key], [value], [headers])
     per_batch = max(1, (BATCH_BYTES - 61) // len(rec))
-    parts = []
-    offset = 0
-    ts = 1_700_000_000_000
-    while offset < n:
-        count = min(per_batch, n - offset)
-        body = encode_records_v2(list(range(count)), list(range(count)), [key] * count,
-                                 [value] * count, [headers] * count)
-        tail = struct.pack(">hiqqqhii", 0, count - 1, ts, ts + count - 1, -1, -1, -1, count) + body
-        parts.append(struct.pack(">qiibI", offset, 49 + len(tail) - 40, -1, 2, crc32c(tail)) + tail)
-        offset += count
-    return b"".join(parts)
+    return b"".join(H.v2_batches(n, per_batch, lambda i: value, key=lambda i: key,
+                                 headers=lambda i: headers,
+                                 timestamp=lambda i: H.T0 + i % per_batch))
 
 
 CLOCK = time.perf_counter
 
 
 def timeit(fn, repeat, min_sample=0.05, min_total=0.3):
-    """Best per-call time over at least ``repeat`` samples and ``min_total`` seconds.
-
-    A sample repeats ``fn`` until it lasts ``min_sample`` (a header-only pass
-    takes a few ms: timed alone it is mostly noise).  ``--cpu``: process CPU
-    time, steadier on a busy machine.
-    """
-    t = CLOCK()
-    fn()
-    first = CLOCK() - t
-    calls = max(1, int(min_sample / max(first, 1e-6)))
-    best = first if calls == 1 else float("inf")
-    spent, samples = first, (1 if calls == 1 else 0)
-    while samples < repeat or spent < min_total:
-        t = CLOCK()
-        for _ in range(calls):
-            fn()
-        dt = CLOCK() - t
-        spent += dt
-        best = min(best, dt / calls)
-        samples += 1
-    return best
+    """Best per-call time over at least ``repeat`` samples and ``min_total`` seconds
+    (``--cpu``: process CPU time, steadier on a busy machine)."""
+    return H.best_per_call(fn, repeat, min_total, min_sample, clock=CLOCK)[0]
 
 
 def kw_decode(data):
@@ -111,18 +81,15 @@ def _memory_records_decode(MemoryRecords, data):
 
 
 def aio_decode(data):
-    from aiokafka.record.memory_records import MemoryRecords
-    return _memory_records_decode(MemoryRecords, data)
+    return _memory_records_decode(H.aiokafka_memory_records(), data)
 
 
 def kp_decode(data):
-    from kafka.record.memory_records import MemoryRecords
-    return _memory_records_decode(MemoryRecords, data)
+    return _memory_records_decode(H.kafka_python_memory_records(), data)
 
 
 def aio_headers(data):
-    from aiokafka.record.memory_records import MemoryRecords
-    mr = MemoryRecords(data)
+    mr = H.aiokafka_memory_records()(data)
     n = 0
     while True:
         batch = mr.next_batch()
@@ -134,8 +101,7 @@ def aio_headers(data):
 
 
 def aio_crc(data):
-    from aiokafka.record.memory_records import MemoryRecords
-    mr = MemoryRecords(data)
+    mr = H.aiokafka_memory_records()(data)
     while True:
         batch = mr.next_batch()
         if batch is None:
@@ -150,16 +116,16 @@ def main():
     ap.add_argument("--cpu", action="store_true", help="time with process CPU time")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default="", help="comma-separated workloads, e.g. W1,W6")
+    H.add_results_option(ap)
     args = ap.parse_args()
     global CLOCK
     if args.cpu:
         CLOCK = time.process_time
     scale = 10 if args.quick else 1
-    from aiokafka.record import memory_records
-    from aiokafka.record import _crecords
-    assert memory_records.MemoryRecords is _crecords.MemoryRecords, "aiokafka Cython not in use"
-    workloads = {"W1": (1_000_000 // scale, 16, 100, 0), "W6": (2_000_000 // scale, 0, 10, 0),
-                 "W8": (1_000_000 // scale, 16, 100, 3)}
+    H.require_fast()
+    H.aiokafka_memory_records(cython=True)
+    results = H.Results("decode_quick", quick=args.quick)
+    workloads = {w: (H.WORKLOADS[w][0] // scale, *H.WORKLOADS[w][1:4]) for w in ("W1", "W6", "W8")}
     repeat = args.repeat
     if args.only:
         workloads = {k: v for k, v in workloads.items() if k in args.only.split(",")}
@@ -181,13 +147,21 @@ def main():
             else:
                 fk, fa = f"{mb / tk / 1e3:8.2f} GB/s", f"{mb / ta / 1e3:8.2f} GB/s"
             print(f"{name:4} {what:8} {fk:>14} {fa:>14} {ta / tk:6.2f}x", flush=True)
+            unit_name = "records/s" if unit == "rec" else "MB/s"
+            amount = n if unit == "rec" else mb
+            results.add(name, "kafkawire fast", what, amount / tk, unit_name)
+            results.add(name, "aiokafka Cython", what, amount / ta, unit_name)
         if args.pure:
             _kernels.use("pure")
             tp = timeit(lambda: kw_decode(data), 1)
             tkp = timeit(lambda: kp_decode(data), 1)
             print(f"{name:4} {'pure':8} {n / tp / 1e6:8.2f} Mrec/s {n / tkp / 1e6:8.2f} Mrec/s "
                   f"{tkp / tp:6.2f}x  (kafkawire pure vs kafka-python)", flush=True)
+            results.add(name, "kafkawire pure", "decode", n / tp, "records/s")
+            results.add(name, "kafka-python", "decode", n / tkp, "records/s")
             _kernels.use("fast")
+    results.set_ratios("aiokafka Cython")
+    results.write(args.results)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ Measures, in one run on the same files:
     Java ``FileRecords`` iteration over the same files (tests/java/LogFolderHelper.java bench;
     bar >= Java).
 
-    python benchmarks/bench_log.py [--quick] [--no-java] [--backend fast|pure]
+    python benchmarks/bench_log.py [--quick] [--no-java] [--backend fast|pure] [--results PATH]
 
-The partition is built once and cached under /tmp/kafkawire-bench-log/.
+The partition is built once and cached under /tmp/kafkawire-bench-log/; the figures also
+go to ``benchmarks/results/log[-quick].json``.
 """
 from __future__ import annotations
 
@@ -21,24 +22,20 @@ import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+import _harness as H
+from kafkawire import _kernels as K
+from kafkawire import Log, LogWriter
 
-from kafkawire import _kernels as K  # noqa: E402
-from kafkawire import Log, LogWriter  # noqa: E402
-from kafkawire.records import BatchBuilder  # noqa: E402
-
-TS = 1_700_000_000_000
+TS = H.T0
 RECORDS_PER_BATCH = 140          # 16-byte key + 100-byte value: ~16 KiB batches
 SEGMENT_BYTES = 256 << 20
 
 
 def _template():
-    b = BatchBuilder(2, "none", base_offset=0)
     rnd = random.Random(1)
-    for i in range(RECORDS_PER_BATCH):
-        b.append(rnd.randbytes(100), key=b"key-%012d" % i, timestamp=TS + i)
-    return bytearray(b.build())
+    batch = next(iter(H.v2_batches(RECORDS_PER_BATCH, RECORDS_PER_BATCH,
+                                   lambda i: rnd.randbytes(100), key=lambda i: b"key-%012d" % i)))
+    return bytearray(batch)
 
 
 def build(path: str, total_bytes: int) -> None:
@@ -63,22 +60,16 @@ def gbps(nbytes: int, seconds: float) -> float:
     return nbytes / seconds / 1e9
 
 
-def best_of(fn, repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+best_of = H.best_of
 
 
 def java_bench(path: str, seconds: float):
-    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
-    from javahelper import JavaRunner, find_kafka_jars
     import tempfile
-    jars = find_kafka_jars()
+    jars = H.kafka_jars()
     if jars is None:
         return None
+    sys.path.insert(0, str(H.ROOT / "tests"))
+    from javahelper import JavaRunner
     runner = JavaRunner(jars, tempfile.mkdtemp(prefix="kafkawire-java-"))
     out = runner.run("LogFolderHelper", "bench", path, str(seconds), timeout=1200).stdout.decode().split()
     return float(out[out.index("records_per_sec") + 1])
@@ -89,8 +80,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="64 MiB partition, fewer lookups")
     ap.add_argument("--no-java", action="store_true", help="skip the Java FileRecords comparison")
     ap.add_argument("--backend", default="fast", choices=("fast", "pure"))
+    H.add_results_option(ap)
     args = ap.parse_args()
     K.use(args.backend)
+    out = H.Results("log", quick=args.quick)
+    impl = f"kafkawire {K.backend}"
     total = (64 << 20) if args.quick else (1 << 30)
     lookups = 2000 if args.quick else 10_000
     root = "/tmp/kafkawire-bench-log"
@@ -109,10 +103,13 @@ def main() -> None:
         K.crc32c(s.buffer, 0, s.size)
     rows = []
 
+    wl = f"partition {size >> 20} MiB"
     t = best_of(lambda: [K.scan_batches(s.buffer, 0, s.size, -1, False) for s in segs])
     rows.append(("header-only scan (K.scan_batches)", f"{gbps(size, t):.1f} GB/s", ""))
+    out.add(wl, impl, "header-only scan", gbps(size, t), "GB/s")
     t = best_of(lambda: sum(1 for _ in log.batches()), 1)
     rows.append(("header-only scan (Log.batches objects)", f"{gbps(size, t):.1f} GB/s", ""))
+    out.add(wl, impl, "header-only scan, batch objects", gbps(size, t), "GB/s")
     # Interleaved, best of 7 each: the two are compared, so both see the same machine load.
     spans = [(s.buffer, r[0] + 21, r[0] + r[1]) for s in segs for r in s.headers().tolist()]
     t_crc_scan = t_crc_raw = t_crc_batches = float("inf")
@@ -128,6 +125,11 @@ def main() -> None:
                  f"{gbps(size, t_crc_batches):.1f} GB/s", ""))
     rows.append(("scan with CRC verification", f"{gbps(size, t_crc_scan):.1f} GB/s",
                  f"{ratio:.0%} of raw CRC (bar >= 60%) {'PASS' if ratio >= 0.6 else 'FAIL'}"))
+    out.add(wl, impl, "scan with CRC verification", gbps(size, t_crc_scan), "GB/s")
+    out.add(wl, "raw CRC-32C (one call per segment)", "scan with CRC verification",
+                gbps(size, t_crc_raw), "GB/s")
+    out.add(wl, "raw CRC-32C (one call per batch)", "scan with CRC verification",
+                gbps(size, t_crc_batches), "GB/s")
 
     rnd = random.Random(5)
     end = log.next_offset
@@ -141,6 +143,7 @@ def main() -> None:
     med = statistics.median(lat) / 1000
     rows.append((f"offset lookup, median of {lookups}", f"{med:.1f} us",
                  f"bar < 50 us {'PASS' if med < 50 else 'FAIL'}"))
+    out.add(wl, impl, "offset lookup (median)", med, "us")
     lat = []
     for _ in range(lookups):
         ts = TS + rnd.randrange(end)
@@ -151,6 +154,7 @@ def main() -> None:
     med = statistics.median(lat) / 1000
     rows.append((f"time lookup, median of {lookups}", f"{med:.1f} us",
                  f"bar < 50 us {'PASS' if med < 50 else 'FAIL'}"))
+    out.add(wl, impl, "time lookup (median)", med, "us")
 
     def deep_objects():
         n = sink = 0
@@ -187,16 +191,24 @@ def main() -> None:
                  f"{results['objects-untouched'] / 1e6:.2f} M records/s", ""))
     rows.append(("deep iteration, columns (Log.column_chunks)",
                  f"{results['columns'] / 1e6:.2f} M records/s", ""))
+    for name, label in (("objects", "kafkawire Record objects"),
+                        ("objects-untouched", "kafkawire Record objects, not touched"),
+                        ("columns", "kafkawire columns")):
+        out.add(wl, f"{label} ({K.backend})", "deep iteration", results[name], "records/s")
     ours = results["columns"]
     if not args.no_java:
         java = java_bench(path, 10.0 if not args.quick else 3.0)
+        out.version("java", H.java_version())
         if java:
+            out.add(wl, "Kafka Java (FileRecords)", "deep iteration", java, "records/s")
             rows.append(("Java FileRecords deep iteration", f"{java / 1e6:.2f} M records/s",
                          f"objects {results['objects'] / java:.2f}x, untouched "
                          f"{results['objects-untouched'] / java:.2f}x, columns "
                          f"{results['columns'] / java:.2f}x (bar >= 1) "
                          f"{'PASS' if ours >= java else 'FAIL'}"))
     log.close()
+    out.set_ratios("Kafka Java (FileRecords)")
+    out.write(args.results)
     w = max(len(r[0]) for r in rows)
     print(f"| {'measure'.ljust(w)} | result | vs bar |")
     print(f"|{'-' * (w + 2)}|--------|--------|")

@@ -6,22 +6,17 @@ partitions x 1 MB).  For each, encode and decode throughput of kafkawire (both
 kernel backends) and kafka-python (its current JSON-schema classes, and the
 legacy ``kafka.protocol.old`` ones where they exist), printed with ratios.
 
-    python benchmarks/bench_protocol_codec.py [--quick]
+    python benchmarks/bench_protocol_codec.py [--quick] [--results PATH]
+
+The figures also go to ``benchmarks/results/protocol_codec[-quick].json``.
 """
 from __future__ import annotations
 
 import argparse
 import io
-import os
-import sys
-import time
 import uuid
 
-try:
-    import kafkawire  # noqa: F401  (the installed package, or the source tree below)
-except ImportError:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
+import _harness as H
 from kafkawire import _kernels
 import kafkawire.protocol as P
 
@@ -62,23 +57,7 @@ def fetch_response() -> P.FetchResponse:
 def timeit(fn, seconds: float) -> float:
     """CPU seconds per call (best of several rounds; process time, so other
     processes on a busy machine distort it less than wall time)."""
-    fn()
-    n = 1
-    while True:
-        t0 = time.process_time()
-        for _ in range(n):
-            fn()
-        dt = time.process_time() - t0
-        if dt > seconds / 5:
-            break
-        n *= 2
-    best = dt / n
-    for _ in range(4):
-        t0 = time.process_time()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.process_time() - t0) / n)
-    return best
+    return H.best_doubling(fn, seconds)
 
 
 def kafka_python_cases(name: str, version: int, body: bytes):
@@ -111,7 +90,7 @@ def kafka_python_cases(name: str, version: int, body: bytes):
     return cases
 
 
-def run(quick: bool) -> None:
+def run(quick: bool, results: H.Results) -> None:
     seconds = 0.3 if quick else 2.0
     backends = ["fast", "pure"] if _kernels.fast_available() else ["pure"]
     for name, msg, version in (("metadata", metadata_response(), METADATA_V),
@@ -136,15 +115,22 @@ def run(quick: bool) -> None:
             mb = len(body) / 1e6
             print(f"  {label:<22}{enc * 1e3:>11.3f}{mb / enc:>9.0f}{dec * 1e3:>11.3f}{mb / dec:>9.0f}"
                   f"{enc / ref[1]:>10.1f}{dec / ref[2]:>10.1f}")
+            wl = f"{cls.__name__} v{version}"
+            results.add(wl, label, "encode", mb / enc, "MB/s (CPU)")
+            results.add(wl, label, "decode", mb / dec, "MB/s (CPU)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short timing rounds")
+    H.add_results_option(ap)
     args = ap.parse_args()
+    results = H.Results("protocol_codec", quick=args.quick)
     print(f"kafkawire backends: {'fast+pure' if _kernels.fast_available() else 'pure only'}")
     print("'kw enc x' / 'kw dec x': how many times kafkawire (first row) is faster")
-    run(args.quick)
+    run(args.quick, results)
+    results.set_ratios("kafka-python")
+    results.write(args.results)
 
 
 if __name__ == "__main__":

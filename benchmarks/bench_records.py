@@ -1,6 +1,7 @@
 """Record-batch decoding: kafkawire against every peer, in one run, on the same files.
 
     python benchmarks/bench_records.py [--quick] [--only W1,W6] [--peers fast,aiokafka,...]
+                                       [--results PATH]
 
 Workloads (v2 batches of ~16 KiB of records, as a producer with batch.size=16384 writes):
 W1 1M records, 16-byte key / 100-byte value, uncompressed; W2-W5 the same with lz4, zstd,
@@ -24,6 +25,8 @@ turns over one buffer (kafkawire fast and aiokafka's Cython; for compressed
 workloads also the decompression stage, the codec alone and the full-decode loop
 over records already decoded, which bounds what any decoder can reach): where a
 buffer lands in memory moves a pass by up to ±40% from one process to the next.
+
+The figures also go to ``benchmarks/results/records[-quick].json`` (see ``_harness.py``).
 """
 from __future__ import annotations
 
@@ -31,7 +34,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import struct
 import subprocess
 import sys
@@ -39,23 +41,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import _harness as H
 
-BATCH_BYTES = 16 * 1024
-T0 = 1_700_000_000_000
+ROOT = H.ROOT
+BATCH_BYTES = H.BATCH_BYTES
+T0 = H.T0
 
 #: name -> (records, key bytes, value bytes, headers, codec)
-WORKLOADS = {
-    "W1": (1_000_000, 16, 100, 0, "none"),
-    "W2": (1_000_000, 16, 100, 0, "lz4"),
-    "W3": (1_000_000, 16, 100, 0, "zstd"),
-    "W4": (1_000_000, 16, 100, 0, "snappy"),
-    "W5": (1_000_000, 16, 100, 0, "gzip"),
-    "W6": (2_000_000, 0, 10, 0, "none"),
-    "W7": (20_000, 16, 10 * 1024, 0, "none"),
-    "W8": (1_000_000, 16, 100, 3, "none"),
-}
+WORKLOADS = H.WORKLOADS
 PEERS = ("fast", "pure", "aiokafka", "aiokafka-pure", "kafka-python", "java", "codec")
 LABELS = {"fast": "kafkawire fast", "pure": "kafkawire pure", "aiokafka": "aiokafka Cython",
           "aiokafka-pure": "aiokafka pure", "kafka-python": "kafka-python",
@@ -68,44 +61,24 @@ SLOW_CRC_SHARE = {"pure": 0.03, "aiokafka-pure": 0.02, "kafka-python": 0.02}
 
 # ------------------------------------------------------------------------ workloads
 
-def _value_maker(size: int, rnd: random.Random):
-    """Text-like values (JSON-ish with varying digits) so codecs see realistic ratios."""
-    words = [b"alpha", b"beta", b"gamma", b"delta", b"user", b"order", b"click", b"view"]
-
-    def make(i: int) -> bytes:
-        parts = [b'{"id":%d,"t":"%s","u":%d,"r":"' % (i, words[i % 8], rnd.randrange(10**6))]
-        n = sum(map(len, parts))
-        while n < size:
-            w = words[rnd.randrange(8)] if rnd.random() < 0.6 else b"%x" % rnd.getrandbits(32)
-            parts.append(w)
-            n += len(w)
-        return b"".join(parts)[:size]
-    return make
-
-
 def generate(name: str, path: Path, scale: float) -> None:
-    from kafkawire.records.builder import BatchBuilder
     n, ksize, vsize, nheaders, codec = WORKLOADS[name]
     n = max(1, int(n * scale))
     rnd = random.Random(int(name[1:]))
-    make_value = _value_maker(vsize, rnd)
     per_record = ksize + vsize + 9 + nheaders * 26 + 2
     per_batch = max(1, BATCH_BYTES // per_record)
-    headers = [("trace-id", None), ("source", b"bench"), ("content-type", b"application/json")]
+    fixed = [("source", b"bench"), ("content-type", b"application/json")]
+
+    def headers(i):
+        return [("trace-id", b"%016x" % rnd.getrandbits(64)), *fixed] if nheaders else ()
+
     tmp = path.with_suffix(".tmp")
-    offset = 0
     with open(tmp, "wb") as f:
-        while offset < n:
-            b = BatchBuilder(2, codec, base_offset=offset, producer_id=1000, producer_epoch=0,
-                             base_sequence=offset & 0x7FFFFFFF)
-            for i in range(offset, min(n, offset + per_batch)):
-                key = b"key-%012d" % i if ksize else None
-                hs = ()
-                if nheaders:
-                    hs = [("trace-id", b"%016x" % rnd.getrandbits(64)), headers[1], headers[2]]
-                b.append(make_value(i), key=key, timestamp=T0 + i, headers=hs)
-            f.write(b.build())
-            offset += len(b)
+        for batch in H.v2_batches(n, per_batch, H.text_values(vsize, rnd),
+                                  key=(lambda i: b"key-%012d" % i) if ksize else (lambda i: None),
+                                  headers=headers, codec=codec, producer_id=1000, producer_epoch=0,
+                                  base_sequence=lambda offset: offset & 0x7FFFFFFF):
+            f.write(batch)
     tmp.rename(path)
 
 
@@ -124,45 +97,13 @@ def workload_files(names, quick: bool):
     return files
 
 
-def prefix_length(data: bytes, share: float) -> int:
-    """Bytes of the first ``share`` of ``data``, cut at a batch boundary."""
-    if share >= 1:
-        return len(data)
-    want = int(len(data) * share)
-    pos = 0
-    while pos < want:
-        (length,) = struct.unpack_from(">i", data, pos + 8)
-        pos += 12 + length
-    return pos
+prefix_length = H.prefix_by_share
 
 
 # -------------------------------------------------------------------------- workers
 
-def _best(fn, repeat: int, min_time: float = 0.0, min_sample: float = 0.05):
-    """Best per-call CPU time of ``fn``: at least ``repeat`` samples and ``min_time`` in all.
-
-    A sample calls ``fn`` enough times to last ``min_sample`` seconds, so a pass
-    that takes a few ms (header-only iteration, CRC checks) is not timed alone,
-    where scheduler and timer noise would swamp it.  CPU time of this
-    (single-threaded) process, not wall time: the benchmark machines are shared,
-    and waiting for a core is not decoding work.
-    """
-    t = time.process_time()
-    result = fn()
-    first = time.process_time() - t
-    calls = max(1, int(min_sample / max(first, 1e-6)))
-    best = first if calls == 1 else float("inf")
-    spent = first
-    samples = 1 if calls == 1 else 0
-    while samples < repeat or spent < min_time:
-        t = time.process_time()
-        for _ in range(calls):
-            result = fn()
-        dt = time.process_time() - t
-        spent += dt
-        best = min(best, dt / calls)
-        samples += 1
-    return best, result
+#: Best per-call CPU time (see ``_harness.best_per_call``).
+_best = H.best_per_call
 
 
 def _worker_kafkawire(data, repeat):
@@ -220,16 +161,7 @@ def _loop_alone(data):
 
 
 def _worker_aiokafka(data, repeat, expect_cython):
-    from aiokafka.record import default_records, memory_records
-    cython = "_crecords" in default_records.DefaultRecordBatch.__module__
-    if cython != expect_cython:
-        raise SystemExit(f"aiokafka extensions in use: {cython}, wanted {expect_cython} "
-                         f"({default_records.DefaultRecordBatch!r})")
-    if expect_cython:
-        assert "_crecords" in memory_records.MemoryRecords.__module__
-    MemoryRecords = memory_records.MemoryRecords
-
-    return _memory_records_loops(MemoryRecords, data, "aiokafka")
+    return _memory_records_loops(H.aiokafka_memory_records(expect_cython), data, "aiokafka")
 
 
 def _memory_records_loops(MemoryRecords, data, name):
@@ -270,9 +202,7 @@ def _memory_records_loops(MemoryRecords, data, name):
 
 
 def _worker_kafka_python(data, repeat):
-    from kafka.record.memory_records import MemoryRecords
-
-    return _memory_records_loops(MemoryRecords, data, "kafka-python")
+    return _memory_records_loops(H.kafka_python_memory_records(), data, "kafka-python")
 
 
 def _codec_payloads(data):
@@ -328,27 +258,8 @@ def _worker_codec(data, repeat):
     return None, decode, None
 
 
-def _alternate(loops: dict, repeat: int, min_time: float, min_sample: float = 0.05) -> dict:
-    """Best per-call CPU time of each loop, sampling them in turn (same moment, same buffer)."""
-    calls, best, counts = {}, {}, {}
-    for name, fn in loops.items():
-        fn()
-        t = time.process_time()
-        counts[name] = fn()
-        calls[name] = max(1, int(min_sample / max(time.process_time() - t, 1e-6)))
-        best[name] = float("inf")
-    spent = 0.0
-    samples = 0
-    while samples < repeat or spent < len(loops) * min_time:
-        for name, fn in loops.items():
-            t = time.process_time()
-            for _ in range(calls[name]):
-                fn()
-            dt = time.process_time() - t
-            spent += dt
-            best[name] = min(best[name], dt / calls[name])
-        samples += 1
-    return {name: (best[name], counts[name]) for name in loops}
+#: Best per-call CPU time of each loop, sampled in turn (see ``_harness.alternate``).
+_alternate = H.alternate
 
 
 def _paired(data, repeat: int) -> dict:
@@ -434,33 +345,15 @@ def run_worker(peer, path, limit, crc_limit, repeat):
 
 # ----------------------------------------------------------------------------- Java
 
-def _kafka_jars():
-    try:
-        import importlib.util
-        spec = importlib.util.find_spec("pyflink")
-    except Exception:
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for base in spec.submodule_search_locations:
-        lib = Path(base) / "lib"
-        if (lib / "kafka-clients.jar").exists():
-            return [str(lib / j) for j in ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar",
-                                           "zstd-jni.jar", "slf4j-api.jar") if (lib / j).exists()]
-    return None
-
-
 def run_java(files, quick):
-    jars = _kafka_jars()
-    if jars is None or shutil.which("javac") is None:
-        return {}, "Kafka jars or javac missing (pip install shigawire-apache-flink-libraries)"
-    out = Path(tempfile.mkdtemp(prefix="kw-bench-java-"))
-    src = ROOT / "benchmarks" / "java" / "BenchRecords.java"
-    cp = os.pathsep.join([str(out)] + jars)
-    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", cp, str(src)], check=True)
+    jars = H.kafka_jars()
+    if jars is None:
+        return {}, H.JAVA_MISSING
+    out, cp = H.compile_java(ROOT / "benchmarks" / "java" / "BenchRecords.java", jars)
     proc = subprocess.run(["java", "-Xmx2g", "-cp", cp, "BenchRecords", "1" if quick else "4",
                            "3" if quick else "5", *map(str, files.values())],
                           capture_output=True, text=True)
+    import shutil
     shutil.rmtree(out, ignore_errors=True)
     if proc.returncode != 0:
         return {}, proc.stderr[-500:]
@@ -480,6 +373,7 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(WORKLOADS), help="workloads, e.g. W1,W6")
     ap.add_argument("--peers", default=",".join(PEERS), help=f"subset of {','.join(PEERS)}")
     ap.add_argument("--json", help="also write all raw results to this file")
+    H.add_results_option(ap)
     ap.add_argument("--rounds", type=int, default=2,
                     help="run every peer's process this many times, alternating peers, and "
                          "keep each measurement's best (a loaded machine moves one process's "
@@ -543,6 +437,34 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     print_tables(results, names, peers, java_note, args.quick)
+    write_results(results, names, peers, args)
+
+
+def write_results(results, names, peers, args) -> None:
+    """The harness's JSON: every peer's rates, ratios against aiokafka's Cython codecs."""
+    out = H.Results("records", quick=args.quick)
+    if "java" in peers:
+        out.version("java", H.java_version())
+    for kind, metric in (("decode", "full decode"), ("header", "header-only iteration"),
+                         ("crc", "CRC validation")):
+        for n in names:
+            wl = f"{n} {WORKLOADS[n][4]}"
+            for p in peers:
+                rate = _rate(results[n].get(p), kind)
+                if rate is not None:
+                    share = results[n][p].get("crc_share" if kind == "crc" else "share", 1.0)
+                    out.add(wl, LABELS[p], metric, rate[0], "records/s (CPU)",
+                            note=f"on {share:.1%} of the file" if share < 0.999 else "")
+    for n in names:
+        for key, metric in (("header", "header-only iteration"), ("decode", "full decode")):
+            vals = [p[key] for p in results[n].get("paired", []) if key in p]
+            if vals:
+                out.add(f"{n} {WORKLOADS[n][4]}", "median over processes",
+                        f"{metric}, kafkawire fast ÷ aiokafka Cython in one process",
+                        _median(vals), "ratio")
+    out.set_ratios(LABELS["aiokafka"], metrics=("full decode", "header-only iteration",
+                                                "CRC validation"))
+    out.write(args.results)
 
 
 def _pair_ratios(res: dict) -> dict:

@@ -1,7 +1,7 @@
 """End-to-end Spark: the kafkawire source against a tuple-yielding aiokafka baseline.
 
     python benchmarks/bench_spark.py [--quick] [--records N] [--partitions P] [--repeat R]
-                                     [--master local[2]] [--no-ceiling]
+                                     [--master local[2]] [--no-ceiling] [--results PATH]
 
 One log.dirs folder (written with LogWriter: v2 batches of 500 records, codecs
 none/lz4/zstd in turn, 16-byte keys, ~100-byte values), one SparkSession, both
@@ -25,6 +25,7 @@ On Linux with a local master it also shows the CPU seconds each query used
 (median over rounds), split into the JVM (driver and executor threads) and
 the Python workers (planning and tasks): where the time goes, and a
 throughput measure that other processes on the machine disturb much less.
+The figures also go to ``benchmarks/results/spark[-quick].json``.
 """
 from __future__ import annotations
 
@@ -38,8 +39,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+import _harness as H
 
 
 def make_data(root: str, records: int, partitions: int) -> int:
@@ -202,6 +202,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, help="rounds (default 3, --quick 1)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--no-ceiling", action="store_true", help="leave out the arrow_ceiling source")
+    H.add_results_option(ap)
     a = ap.parse_args()
     records = a.records or (200_000 if a.quick else 2_000_000)
     repeat = a.repeat or (1 if a.quick else 3)
@@ -259,6 +260,7 @@ def main() -> int:
                     print(f"  round {r + 1}: {name:<16} {job:<50} {n / w:>11,.0f} rows/s ({w:.2f}s)"
                           + (f"   cpu: JVM {c1[0] - c0[0]:.2f}s, Python {c1[1] - c0[1]:.2f}s" if meter else ""),
                           flush=True)
+        spark_version = spark.version
         spark.stop()
         names = list(frames)
         best = {k: n / min(v) for k, v in walls.items()}
@@ -281,6 +283,19 @@ def main() -> int:
                 cells = [f"{med_cpu[job, s][0]:.2f} + {med_cpu[job, s][1]:.2f}" for s in names]
                 tot = {s: sum(med_cpu[job, s]) for s in names}
                 print(f"| {job} | " + " | ".join(cells) + f" | {tot['aiokafka_tuples'] / tot['kafkawire']:.1f}x |")
+        results = H.Results("spark", quick=a.quick)
+        results.version("spark", spark_version)
+        wl = f"{n:,} records, {a.partitions} partitions, {a.master}"
+        labels = {"kafkawire": "kafkawire source", "aiokafka_tuples": "aiokafka, tuples",
+                  "arrow_ceiling": "Arrow ceiling (any Python source)"}
+        for job in jobs:
+            for s in names:
+                results.add(wl, labels[s], job, best[job, s], "rows/s (wall)")
+                if meter and meter.ok:
+                    results.add(wl, labels[s], f"{job}, CPU", sum(med_cpu[job, s]),
+                                "CPU seconds (JVM + Python)")
+        results.set_ratios(labels["aiokafka_tuples"], metrics=list(jobs))
+        results.write(a.results)
         c = best["count()", "kafkawire"] / best["count()", "aiokafka_tuples"]
         pq = max(best[j, "kafkawire"] / best[j, "aiokafka_tuples"] for j in list(jobs)[1:])
         print(f"\nbar (>= 5x): count {'met' if c >= 5 else 'NOT met'} ({c:.1f}x), "
