@@ -36,8 +36,8 @@ def _slug(text: str) -> str:
 def _fmt(value: float, unit: str) -> str:
     if unit.startswith("ratio"):
         return f"{value:.2f}"
-    if abs(value) >= 1e7:
-        return f"{value / 1e6:,.1f}M"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:,.2f}M"
     if abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.3g}"
