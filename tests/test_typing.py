@@ -10,6 +10,7 @@ and no revealed type may be ``Any``.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -110,6 +111,27 @@ def test_samples_run() -> None:
         proc = subprocess.run([sys.executable, str(sample)], capture_output=True, text=True,
                               env=env, timeout=300)
         assert proc.returncode == 0, f"{sample.name} failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_pyright_sees_the_same_types(tmp_path: Path) -> None:
+    """pyright (basedpyright's build of it) reports no error on the samples and reveals
+    no entry point as Unknown or Any."""
+    pytest.importorskip("basedpyright")
+    config = {"typeCheckingMode": "standard", "pythonVersion": "3.9",
+              "reportMissingModuleSource": False}
+    if FROM_SOURCE:
+        config["extraPaths"] = [str(ROOT)]
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps(config))
+    proc = subprocess.run([sys.executable, "-m", "basedpyright", "-p", str(tmp_path / "pyrightconfig.json"),
+                           "--pythonpath", sys.executable, *map(str, SAMPLES)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 0 and re.search(r"^0 errors", out, re.M), out[-4000:]
+    revealed = re.findall(r'information: Type of "(.*?)" is "(.*)"$', out, re.M)
+    assert len(revealed) >= 40, out[-2000:]
+    holes = [f"{expr}: {t}" for expr, t in revealed
+             if "Unknown" in t or _has_any(t.rsplit("->", 1)[-1] if t.startswith("(") else t)]
+    assert not holes, "pyright sees these as Unknown/Any:\n" + "\n".join(holes)
 
 
 @pytest.mark.skipif(not FROM_SOURCE, reason="checks the source tree's generated stubs")
