@@ -117,7 +117,7 @@ def test_pyright_sees_the_same_types(tmp_path: Path) -> None:
     """pyright (basedpyright's build of it) reports no error on the samples and reveals
     no entry point as Unknown or Any."""
     pytest.importorskip("basedpyright")
-    config = {"typeCheckingMode": "standard", "pythonVersion": "3.9",
+    config = {"typeCheckingMode": "standard", "pythonVersion": "3.10",
               "reportMissingModuleSource": False}
     if FROM_SOURCE:
         config["extraPaths"] = [str(ROOT)]

@@ -238,8 +238,9 @@ class Segment:
             if len(rows):
                 rows[:, C.POSITION] += start
             return rows, start + stop, status
-        return cast("Tuple[HeaderRows, int, int]",
-                    K.scan_batches(self.buffer, start, end, max_count, check_crc))
+        scanned: Tuple[HeaderRows, int, int] = K.scan_batches(self.buffer, start, end, max_count,
+                                                              check_crc)
+        return scanned
 
     def headers(self, start: int = 0, end: int = -1) -> HeaderRows:
         """Header rows (see :mod:`kafkawire._scan_common`) of the readable batches."""

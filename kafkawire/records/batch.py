@@ -242,15 +242,18 @@ class RecordBatch:
 
     def records(self) -> List[Record]:
         """Decode every record (decompressing first if needed) into a new list."""
-        return cast("List[Record]", K.decode_records_v2(*self._args()))
+        records: List[Record] = K.decode_records_v2(*self._args())
+        return records
 
     def __iter__(self) -> Iterator[Record]:
         """Decode lazily, one record per step (cheaper than ``records()`` when streaming)."""
-        return cast("Iterator[Record]", K.iter_records_v2(*self._args()))
+        records: Iterator[Record] = K.iter_records_v2(*self._args())
+        return records
 
     def compute_crc(self) -> int:
         """CRC-32C of the batch from its attributes to its end."""
-        return cast(int, K.crc32c(self._buf, self._pos + C.V2_CRC_START, self._pos + self.size))
+        crc: int = K.crc32c(self._buf, self._pos + C.V2_CRC_START, self._pos + self.size)
+        return crc
 
     def is_valid(self) -> bool:
         try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from kafkawire import _kernels as K
 from kafkawire import compression as _compression
@@ -51,15 +51,18 @@ def _encode_records_v2(offset_deltas: Sequence[int], timestamp_deltas: Sequence[
     enc: Any = getattr(K, "encode_records_v2", None)
     if enc is None:  # a backend that predates the encode kernel
         from kafkawire._pure.records import encode_records_v2 as enc
-    return cast(bytes, enc(offset_deltas, timestamp_deltas, keys, values, headers))
+    encoded: bytes = enc(offset_deltas, timestamp_deltas, keys, values, headers)
+    return encoded
 
 
 def _crc32c(buf: Bytes, start: int) -> int:
-    return cast(int, K.crc32c(buf, start, -1, 0))
+    crc: int = K.crc32c(buf, start, -1, 0)
+    return crc
 
 
 def _crc32(buf: Bytes, start: int) -> int:
-    return cast(int, K.crc32(buf, start, -1, 0))
+    crc: int = K.crc32(buf, start, -1, 0)
+    return crc
 
 
 def _check_bytes(v: Any, what: str) -> Any:

@@ -100,7 +100,7 @@ from __future__ import annotations
 __all__ = ["ColumnChunk", "ColumnChunkIterator", "iter_column_chunks", "decode_columns",
            "to_arrow", "arrow_schema"]
 
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -436,7 +436,7 @@ class ColumnChunkIterator:
                  base_position: int = 0, max_records: int = 65536, max_bytes: int = 64 << 20,
                  start_offset: Optional[int] = None, end_offset: Optional[int] = None,
                  include_headers: bool = False, max_decompressed_size: Optional[int] = None) -> None:
-        self._view: Optional[memoryview] = _as_bytes_view(data)
+        self._view: Any = _as_bytes_view(data)     # a memoryview; None once iteration ends
         n = len(self._view)
         self._end = n if end is None else end
         if not 0 <= start <= self._end <= n:
@@ -517,7 +517,7 @@ class ColumnChunkIterator:
             yield last
 
     def _inflate(self, pos: int) -> Tuple[int, bytes]:
-        view = cast(memoryview, self._view)   # set while iterating
+        view = self._view
         try:
             magic, codec, ps, pe, nxt = K.columnar_payload_info(view, pos)
             try:

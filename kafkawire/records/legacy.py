@@ -196,7 +196,8 @@ class LegacyBatch:
 
     def compute_crc(self) -> int:
         """CRC-32 of the message from its magic byte to its end."""
-        return cast(int, K.crc32(self._buf, self._pos + C.MAGIC_OFFSET, self._pos + self.size))
+        crc: int = K.crc32(self._buf, self._pos + C.MAGIC_OFFSET, self._pos + self.size)
+        return crc
 
     def is_valid(self) -> bool:
         try:
