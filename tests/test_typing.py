@@ -93,7 +93,7 @@ def test_revealed_types_are_never_any(mypy_result: Tuple[list, List[Tuple[str, s
 
 def test_main_entry_points_have_their_types(mypy_result: Tuple[list, List[Tuple[str, str]]]) -> None:
     revealed = "\n".join(t for _, t in mypy_result[1])
-    for name in ("kafkawire.records._types.Record", "kafkawire.records.batch.RecordBatch",
+    for name in ("kafkawire._fast.records.Record", "kafkawire.records.batch.RecordBatch",
                  "kafkawire.records.legacy.LegacyBatch", "kafkawire.log.log.Log",
                  "kafkawire.log.logdir.LogDir", "kafkawire.log.segment.Segment",
                  "kafkawire.log.writer.LogWriter", "kafkawire.records.builder.BatchBuilder",

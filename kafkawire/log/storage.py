@@ -421,19 +421,19 @@ class ObjectStorage:
             raise _truncated(path, position, length, len(data))
         return data
 
-    def _open(self, path: str):
+    def _open(self, path: str) -> Any:
         """A file object for ranged reads: no read-ahead cache of the library's own where the
         filesystem takes ``cache_type`` (each ``readinto`` is then one ranged request)."""
         key = self._key(path)
 
-        def go():
+        def go() -> Any:
             try:
                 return self.fs.open(key, "rb", cache_type="none")
             except TypeError:
                 return self.fs.open(key, "rb")
         return self._call("opening", path, go)
 
-    def _fill(self, f, path: str, position: int, view: memoryview) -> memoryview:
+    def _fill(self, f: Any, path: str, position: int, view: memoryview) -> memoryview:
         """``view`` filled from ``position`` (retried on transient errors); ObjectTruncatedError
         when the object ends first."""
         def go() -> int:

@@ -37,7 +37,14 @@ def _relocate(err: CorruptRecordError, batch: "RecordBatch", compressed: bool) -
                      offset=err.offset, reason=err.reason, path=err.path)
 
 
-class RecordBatch:
+if TYPE_CHECKING:
+    # The header fields are the kernel backend's ``BatchHeader``'s (see the class docstring).
+    from kafkawire._fast.scan import BatchHeader as _KernelHeader
+else:
+    _KernelHeader = object
+
+
+class RecordBatch(_KernelHeader):
     """A v2 record batch.  Iterate it (or call :meth:`records`) for its ``Record``s.
 
     The header fields (``base_offset`` ... ``record_count``) live in the current
@@ -46,31 +53,9 @@ class RecordBatch:
     subclass of both, so ``isinstance(b, RecordBatch)`` holds for either backend.
     """
 
+    __slots__ = ()
     if TYPE_CHECKING:
-        # Stored by the kernel backend's ``BatchHeader`` (see the class docstring).
-        __slots__ = ("_buf", "_base_position", "_max_size", "_control", "_pos", "size",
-                     "base_offset", "last_offset", "attributes", "crc", "partition_leader_epoch",
-                     "first_timestamp", "max_timestamp", "producer_id", "producer_epoch",
-                     "base_sequence", "record_count")
-        size: int
-        base_offset: int
-        last_offset: int
-        attributes: int
-        crc: int
-        partition_leader_epoch: int
-        first_timestamp: int
-        max_timestamp: int
-        producer_id: int
-        producer_epoch: int
-        base_sequence: int
-        record_count: int
-        _buf: Any
-        _pos: int
-        _base_position: int
-        _max_size: Optional[int]
         _control: Optional[Tuple[Optional[str], Optional[int]]]
-    else:
-        __slots__ = ()
 
     magic = 2
 

@@ -73,6 +73,7 @@ class BatchIterator:
         scan = K.scan_batch_objects
         v2_type = concrete_batch_class()
         verify = self._verify
+        objs: List[Any]      # batch objects; a v0/v1 row comes back as a tuple until made one
         while True:
             objs, stop, status, n_legacy = scan(buf, pos, end, SCAN_CHUNK, verify, v2_type,
                                                 base, msize, KERNEL_HOOKS)
