@@ -28,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+import _harness as H  # noqa: E402
 import confluent_kafka as ck  # noqa: E402
 
 import kafkawire  # noqa: E402
@@ -90,6 +91,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=10_000, help="records per poll/consume call")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--codec", default="none")
+    H.add_results_option(ap)
     args = ap.parse_args()
     n = args.records - args.records % PARTITIONS
     owner = ck.Producer({"test.mock.num.brokers": 3, "log_level": 0})
@@ -114,6 +116,13 @@ def main() -> None:
     print(f"  kafkawire poll_arrow():        {rate['arrow']:12,.0f} rows/s     "
           f"x{rate['arrow'] / rate['confluent']:.2f}")
     owner.flush(1)
+    results = H.Results("consumer")
+    wl = f"{n:,} records of 100 B, codec {args.codec}"
+    for key, label in (("confluent", "confluent-kafka consume()"), ("kafkawire", "kafkawire poll()"),
+                       ("arrow", "kafkawire poll_arrow()")):
+        results.add(wl, label, "consume", rate[key], "records/s (wall)")
+    results.set_ratios("confluent-kafka consume()")
+    results.write(args.results)
 
 
 if __name__ == "__main__":

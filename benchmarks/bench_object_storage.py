@@ -36,6 +36,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+import _harness as H  # noqa: E402
+
 from kafkawire import _kernels as K  # noqa: E402
 from kafkawire import LogWriter  # noqa: E402
 from kafkawire.records import BatchBuilder  # noqa: E402
@@ -98,6 +100,7 @@ def main() -> None:
     ap.add_argument("--codec", default="none", choices=("none", "lz4", "zstd", "snappy", "gzip"),
                     help="compression of the batches (none: decoding is a copy, the worst case "
                          "for a layer that has to copy the bytes once)")
+    H.add_results_option(ap)
     a = ap.parse_args()
     if a.backend:
         K.use(a.backend)
@@ -128,6 +131,13 @@ def main() -> None:
               f"   (CPU {mcpu[name]:.3f} s)")
     print(f"object-storage layer overhead: {(med['file://'] / med['local'] - 1) * 100:+.1f}% wall, "
           f"{(mcpu['file://'] / mcpu['local'] - 1) * 100:+.1f}% CPU (bar: < 15%)")
+    results = H.Results("object_storage", quick=a.quick)
+    wl = f"{nbytes >> 20} MiB, codec {a.codec}"
+    for name, label in (("local", "kafkawire, local files"), ("file://", "kafkawire, file:// through fsspec")):
+        results.add(wl, f"{label} ({K.backend})", "scan to Arrow", nbytes / med[name] / 1e6, "MB/s (wall, median)")
+        results.add(wl, f"{label} ({K.backend})", "scan to Arrow, CPU", nbytes / mcpu[name] / 1e6, "MB/s (CPU, median)")
+    results.set_ratios(f"kafkawire, local files ({K.backend})")
+    results.write(a.results)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from typing import Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+import _harness as H  # noqa: E402
 import confluent_kafka as ck  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
@@ -108,6 +109,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--codec", default="none")
     ap.add_argument("--backend", choices=["fast", "pure"], default=None)
+    H.add_results_option(ap)
     args = ap.parse_args()
     if args.backend:
         _kernels.use(args.backend)
@@ -135,6 +137,12 @@ def main() -> None:
         print(f"  {name:34s} {wall:7.3f} {args.records / wall:13,.0f} {base_wall / wall:5.2f}x   "
               f"{cpu:7.3f} {args.records / cpu:13,.0f} {base_cpu / cpu:5.2f}x")
     owner.flush(5)
+    results = H.Results("producer")
+    wl = f"{args.records:,} records of {args.size} B, codec {args.codec}"
+    for name, dt in best.items():
+        results.add(wl, name, "produce", args.records / dt, "records/s (wall)")
+    results.set_ratios("confluent-kafka produce()+poll()")
+    results.write(args.results)
 
 
 if __name__ == "__main__":
