@@ -93,8 +93,12 @@ def _class(cls: type, module: str, indent: str, imports: Dict[str, set]) -> List
 def module_stub(mod: ModuleType) -> str:
     imports: Dict[str, set] = {}
     body: List[str] = []
-    for name in mod.__all__:
-        body += [""] + _class(getattr(mod, name), mod.__name__, "", imports)
+    # structs defined at module level and shared by messages, then the messages
+    helpers = [v for k, v in vars(mod).items()
+               if isinstance(v, type) and issubclass(v, Struct) and v.__module__ == mod.__name__
+               and v.__qualname__ == k and k not in mod.__all__]
+    for cls in helpers + [getattr(mod, name) for name in mod.__all__]:
+        body += [""] + _class(cls, mod.__name__, "", imports)
     head = [HEADER.rstrip("\n"), "import uuid",
             "from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union", "",
             "from kafkawire.protocol.schema import Message, Struct"]

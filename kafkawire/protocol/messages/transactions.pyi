@@ -7,6 +7,21 @@ from kafkawire.protocol.schema import Message, Struct
 __all__ = ['AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse', 'AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse', 'EndTxnRequest', 'EndTxnResponse', 'TxnOffsetCommitRequest', 'TxnOffsetCommitResponse']
 
 
+class AddPartitionsToTxnTopic(Struct):
+    name: str
+    partitions: List[int]
+    def __init__(self, *, name: str = ..., partitions: Sequence[int] = ..., unknown_tagged_fields: Iterable[Tuple[int, bytes]] = ...) -> None: ...
+
+class AddPartitionsToTxnPartitionResult(Struct):
+    partition_index: int
+    partition_error_code: int
+    def __init__(self, *, partition_index: int = ..., partition_error_code: int = ..., unknown_tagged_fields: Iterable[Tuple[int, bytes]] = ...) -> None: ...
+
+class AddPartitionsToTxnTopicResult(Struct):
+    name: str
+    results_by_partition: List[AddPartitionsToTxnPartitionResult]
+    def __init__(self, *, name: str = ..., results_by_partition: Sequence[Union[AddPartitionsToTxnPartitionResult, Dict[str, Any]]] = ..., unknown_tagged_fields: Iterable[Tuple[int, bytes]] = ...) -> None: ...
+
 class AddPartitionsToTxnRequest(Message):
     class AddPartitionsToTxnTransaction(Struct):
         transactional_id: str
