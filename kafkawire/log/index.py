@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -35,7 +35,13 @@ from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.errors import IndexCorruptError, LogError, StorageError
 from kafkawire.log.files import offset_from_file_name, sibling_path
-from kafkawire.log.storage import storage_for
+from kafkawire.log.storage import Storage, storage_for
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+#: An index's bytes (a file read whole, or a view of one).
+Buffer = Union[bytes, bytearray, memoryview]
 
 OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12
@@ -61,7 +67,7 @@ class _Index:
     entry_size = 0
     dtype = OFFSET_DTYPE
 
-    def __init__(self, buf, base_offset: int, entries: int, *, path: Optional[str] = None,
+    def __init__(self, buf: Buffer, base_offset: int, entries: int, *, path: Optional[str] = None,
                  status: str = "ok", problem: Optional[str] = None) -> None:
         self.buf = buf
         self.base_offset = base_offset
@@ -181,7 +187,7 @@ class TimeIndex(_Index):
 
 # -- trust --------------------------------------------------------------------------
 
-def _real_entries(buf, n: int, kind: str) -> Tuple[int, Optional[str]]:
+def _real_entries(buf: Buffer, n: int, kind: str) -> Tuple[int, Optional[str]]:
     """Real-entry count and, if the tail after them is not zero-filled, why it is corrupt."""
     width = OFFSET_ENTRY_SIZE if kind == "offset" else TIME_ENTRY_SIZE
     real = (K.offset_index_real_entries if kind == "offset" else K.time_index_real_entries)(buf, n)
@@ -202,7 +208,7 @@ def index_read_limit(log_size: int, entry_size: int) -> int:
     return (max(log_size, 0) // MIN_BATCH_BYTES + 2) * entry_size
 
 
-def _read(path: Optional[str], storage, limit: int) -> Tuple[Optional[bytes], int, Optional[str]]:
+def _read(path: Optional[str], storage: Optional[Storage], limit: int) -> Tuple[Optional[bytes], int, Optional[str]]:
     """``(first limit bytes, file size, problem)`` of an index file; ``(None, 0, None)``
     when there is none; the problem says why it cannot be an index at all."""
     if path is None:
@@ -222,7 +228,7 @@ def _read(path: Optional[str], storage, limit: int) -> Tuple[Optional[bytes], in
 
 
 def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
-                      trim_past_end: bool = False, storage=None) -> OffsetIndex:
+                      trim_past_end: bool = False, storage: Optional[Storage] = None) -> OffsetIndex:
     """Open ``path`` as an offset index, or return one marked absent/corrupt (``status``).
 
     The index is trusted when its size is a whole number of entries, its
@@ -259,7 +265,7 @@ def load_offset_index(path: Optional[str], base_offset: int, log_size: int, *,
 
 
 def load_time_index(path: Optional[str], base_offset: int, log_size: Optional[int] = None, *,
-                    storage=None) -> TimeIndex:
+                    storage: Optional[Storage] = None) -> TimeIndex:
     """Open ``path`` as a time index, or return one marked absent/corrupt (``status``).
 
     Trusted when its size is a whole number of entries and its entries rise
@@ -288,7 +294,7 @@ def load_time_index(path: Optional[str], base_offset: int, log_size: Optional[in
 
 # -- files as written (for dumps) ------------------------------------------------------
 
-def _sibling_log_size(path: Optional[str], storage) -> int:
+def _sibling_log_size(path: Optional[str], storage: Optional[Storage]) -> int:
     """Size of the ``.log`` of the segment ``path`` belongs to (0 when there is none)."""
     if path is None:
         return 0
@@ -299,7 +305,7 @@ def _sibling_log_size(path: Optional[str], storage) -> int:
         return 0
 
 
-def _read_as_written(path: str, storage, entry_size: int) -> Tuple[bytes, int]:
+def _read_as_written(path: str, storage: Optional[Storage], entry_size: int) -> Tuple[bytes, int]:
     """The entries' bytes an index of its segment can hold, and the file's size; LogError
     (one line, naming the file) when it is not a regular file or cannot be an index."""
     limit = max(index_read_limit(_sibling_log_size(path, storage), entry_size),
@@ -312,7 +318,7 @@ def _read_as_written(path: str, storage, entry_size: int) -> Tuple[bytes, int]:
 
 
 def read_offset_index_file(path: str, base_offset: Optional[int] = None, *,
-                           storage=None) -> Tuple[OffsetIndex, int]:
+                           storage: Optional[Storage] = None) -> Tuple[OffsetIndex, int]:
     """``(index, file_size)``: the whole entries of ``path`` as written, unchecked (status
     ``"unchecked"``, zero-filled tail included); the base offset comes from the file name.
 
@@ -326,7 +332,7 @@ def read_offset_index_file(path: str, base_offset: Optional[int] = None, *,
 
 
 def read_time_index_file(path: str, base_offset: Optional[int] = None, *,
-                         storage=None) -> Tuple[TimeIndex, int]:
+                         storage: Optional[Storage] = None) -> Tuple[TimeIndex, int]:
     """``(index, file_size)``: the whole entries of ``path`` as written (see :func:`read_offset_index_file`)."""
     base = offset_from_file_name(path) if base_offset is None else base_offset
     buf, size = _read_as_written(path, storage, TIME_ENTRY_SIZE)
@@ -334,7 +340,7 @@ def read_time_index_file(path: str, base_offset: Optional[int] = None, *,
             size)
 
 
-def sanity_check_offset_index(path: str, *, storage=None) -> None:
+def sanity_check_offset_index(path: str, *, storage: Optional[Storage] = None) -> None:
     """Kafka's ``OffsetIndex.sanityCheck`` on the file as written; IndexCorruptError (in
     Kafka's words) when it fails.  Weaker than :func:`load_offset_index`'s trust rule."""
     idx, size = read_offset_index_file(path, storage=storage)
@@ -349,7 +355,7 @@ def sanity_check_offset_index(path: str, *, storage=None) -> None:
             f"positive nor a multiple of {OFFSET_ENTRY_SIZE}")
 
 
-def sanity_check_time_index(path: str, *, storage=None) -> None:
+def sanity_check_time_index(path: str, *, storage: Optional[Storage] = None) -> None:
     """Kafka's ``TimeIndex.sanityCheck`` on the file as written; IndexCorruptError (in Kafka's
     words) when it fails."""
     idx, size = read_time_index_file(path, storage=storage)
@@ -445,7 +451,7 @@ def pack_time_entry(base_offset: int, timestamp: int, offset: int) -> bytes:
     return _TIME.pack(timestamp, offset - base_offset)
 
 
-def build_indexes(headers, base_offset: int,
+def build_indexes(headers: "NDArray[np.int64]", base_offset: int,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> Tuple[OffsetIndex, TimeIndex]:
     """Indexes rebuilt in memory from a header scan (Kafka's ``LogSegment.recover`` rule:
     one batch per append, time entries naming the batch's last offset)."""

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple, Union
 
 from kafkawire.errors import IndexCorruptError, LogError
 from kafkawire.log.files import sibling_path
-from kafkawire.log.storage import storage_for
+from kafkawire.log.storage import Storage, storage_for
+
+Buffer = Union[bytes, bytearray, memoryview]
 
 TXN_ENTRY_SIZE = 34
 TXN_ENTRY_VERSION = 0
@@ -30,7 +32,7 @@ class AbortedTxn:
     version: int = 0
 
 
-def iter_txn_index(data, path: Optional[str] = None) -> Iterator[Tuple[int, AbortedTxn]]:
+def iter_txn_index(data: Buffer, path: Optional[str] = None) -> Iterator[Tuple[int, AbortedTxn]]:
     """``(position, entry)`` for each entry of a ``.txnindex`` file's bytes, in file order.
 
     Raises IndexCorruptError on reaching an entry of an unknown version, and
@@ -51,7 +53,7 @@ def iter_txn_index(data, path: Optional[str] = None) -> Iterator[Tuple[int, Abor
                                 f"{TXN_ENTRY_SIZE} bytes; the index is damaged")
 
 
-def parse_txn_index(data, path: str = "<txnindex>") -> List[AbortedTxn]:
+def parse_txn_index(data: Buffer, path: str = "<txnindex>") -> List[AbortedTxn]:
     """Every entry of a ``.txnindex`` file's bytes; raise IndexCorruptError on a bad file."""
     if len(data) % TXN_ENTRY_SIZE:
         raise IndexCorruptError(f"{path}: size {len(data)} is not a multiple of {TXN_ENTRY_SIZE}; "
@@ -80,7 +82,7 @@ def txn_index_limit(log_size: int) -> int:
     return (max(log_size, 0) // _MIN_MARKER_BATCH + 1) * TXN_ENTRY_SIZE
 
 
-def read_txn_index_file(path: str, *, storage=None,
+def read_txn_index_file(path: str, *, storage: Optional[Storage] = None,
                         log_size: Optional[int] = None) -> Tuple[bytes, int, int]:
     """``(data, file_size, limit)``: the first ``limit`` bytes of a ``.txnindex``, where
     ``limit`` is what the index of its segment (``log_size`` bytes; the sibling
@@ -102,7 +104,7 @@ def read_txn_index_file(path: str, *, storage=None,
     return data, size, limit
 
 
-def read_txn_index(path: Optional[str], *, storage=None, log_size: Optional[int] = None) -> List[AbortedTxn]:
+def read_txn_index(path: Optional[str], *, storage: Optional[Storage] = None, log_size: Optional[int] = None) -> List[AbortedTxn]:
     """Entries of the ``.txnindex`` at ``path`` ([] when there is none).
 
     Reads only what the index of its segment (``log_size`` bytes; the
