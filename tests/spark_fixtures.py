@@ -40,7 +40,10 @@ def logdirs(tmp_path_factory):
 def spark(tmp_path_factory):
     pytest.importorskip("pyspark")
     global TRACE
-    TRACE = str(tmp_path_factory.mktemp("trace") / "slices.txt")
+    if TRACE is None:
+        # one file for the whole run: each test module that imports this fixture gets its own
+        # instance, but the session (and its workers' environment) is the first one's
+        TRACE = str(tmp_path_factory.mktemp("trace") / "slices.txt")
     os.environ["KAFKAWIRE_SPARK_TRACE"] = TRACE
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from kafkawire.spark.session import make_session
