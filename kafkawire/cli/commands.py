@@ -1,4 +1,4 @@
-"""``verify``, ``recover``, ``stats`` and ``find``: the commands that work on whole partitions."""
+"""``verify``, ``recover``, ``retention``, ``stats`` and ``find``: the commands that work on whole partitions."""
 from __future__ import annotations
 
 import datetime
@@ -389,3 +389,46 @@ def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = Fals
                 out.text(f"  (dry run: nothing was changed; run again with --apply to truncate "
                          f"and rebuild, cut bytes are saved beside each segment)")
     return 0 if clean else 1
+
+
+# ================================================================= retention
+
+def retention(paths: Sequence[str], *, retention_ms: Optional[int] = None,
+              retention_bytes: Optional[int] = None, log_start_offset: Optional[int] = None,
+              now_ms: Optional[int] = None, file_delete_delay_ms: int = 0, apply: bool = False,
+              json_mode: bool = False) -> int:
+    """Kafka's retention per partition, printing each plan; deletes only with ``apply``.
+
+    Exit status 0 either way (a plan is not a problem).  With ``apply``,
+    ``.deleted`` files older than ``file_delete_delay_ms`` left by an earlier
+    run are removed too.
+    """
+    from kafkawire.log.retention import plan_retention, purge_deleted
+    for p in paths:
+        if is_url(p):
+            raise PathError(f"{p}: retention deletes files, so it works on local folders only")
+    targets = resolve(paths)
+    for t in targets:
+        if t.logs is not None:
+            raise PathError(f"{t.logs[0]}: retention works on whole partitions; give the folder {t.path}")
+    out = Printer(sys.stdout, json_mode=json_mode)
+    for t in targets:
+        log = kafkawire.Log.open(t.path)
+        try:
+            plan = plan_retention(log, retention_ms=retention_ms, retention_bytes=retention_bytes,
+                                  log_start_offset=log_start_offset, now_ms=now_ms)
+            purged: List[str] = []
+            if apply:
+                purged = purge_deleted(t.path, older_than_ms=file_delete_delay_ms)
+                if not plan.empty:
+                    plan.apply(file_delete_delay_ms=file_delete_delay_ms)
+        finally:
+            log.close()
+        obj = plan.to_dict()
+        obj.update(type="retention", partition=t.name, purged=purged)
+        out.emit(lambda: f"{t.name}: {plan}", obj)
+        if purged:
+            out.text(f"  removed {len(purged)} .deleted files left by an earlier deletion")
+        if not apply and not plan.empty:
+            out.text("  (dry run: nothing was changed; run again with --apply to delete)")
+    return 0

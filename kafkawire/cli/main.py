@@ -1,4 +1,4 @@
-"""The ``kafkawire`` command line: dump, verify, recover, stats, find.
+"""The ``kafkawire`` command line: dump, verify, recover, retention, stats, find.
 
 Every expected failure (unreadable or damaged files, bad arguments) ends in
 one line on stderr and a non-zero exit status, never a traceback:
@@ -98,6 +98,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
     s.set_defaults(func=cmd_stats)
 
+    rt = sub.add_parser(
+        "retention", help="delete segments past retention limits (dry run unless --apply)",
+        description="Apply Kafka's deletion rules to partition folders: whole segments, oldest first, "
+                    "never the active one; by age (largest timestamp), by partition size, and below "
+                    "a log start offset. Dry run unless --apply; deleted files are renamed .deleted "
+                    "and removed after --file-delete-delay-ms.")
+    rt.add_argument("path", nargs="+", metavar="PATH",
+                    help="a log.dirs folder or a <topic>-<partition> folder")
+    rt.add_argument("--retention-ms", type=_int, metavar="MS",
+                    help="delete segments whose largest timestamp is older than MS (-1: no limit)")
+    rt.add_argument("--retention-bytes", type=_int, metavar="SIZE",
+                    help="delete the oldest segments while each partition keeps at least SIZE "
+                         "bytes (-1: no limit)")
+    rt.add_argument("--log-start-offset", type=_int, metavar="N",
+                    help="delete segments wholly below offset N")
+    rt.add_argument("--now", type=_int, metavar="T",
+                    help="the time retention is judged at, in ms since the epoch (default: now)")
+    rt.add_argument("--file-delete-delay-ms", type=_int, default=0, metavar="MS",
+                    help="leave deleted files renamed .deleted for MS (removed by a later run); "
+                         "default 0: remove at once")
+    rt.add_argument("--apply", action="store_true", help="really delete")
+    rt.add_argument("--json", action="store_true", help="one JSON object per partition")
+    rt.set_defaults(func=cmd_retention)
+
     f = sub.add_parser("find", help="find the batch and record at an offset or timestamp",
                        description="Find the record at an offset, or the first record at or after a "
                                    "timestamp (ms since the epoch), in a partition folder.")
@@ -140,6 +164,19 @@ def cmd_recover(args: argparse.Namespace) -> int:
     from kafkawire.cli import commands
     return commands.recover(args.path, apply=args.apply, json_mode=args.json,
                             progress=not args.no_progress)
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    from kafkawire.cli import commands
+    if args.retention_ms is None and args.retention_bytes is None and args.log_start_offset is None:
+        raise UsageError("give --retention-ms, --retention-bytes or --log-start-offset")
+    if args.file_delete_delay_ms < 0:
+        raise UsageError("--file-delete-delay-ms must be >= 0")
+    return commands.retention(args.path, retention_ms=args.retention_ms,
+                              retention_bytes=args.retention_bytes,
+                              log_start_offset=args.log_start_offset, now_ms=args.now,
+                              file_delete_delay_ms=args.file_delete_delay_ms, apply=args.apply,
+                              json_mode=args.json)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -18,10 +18,12 @@ from kafkawire.log.index import IndexBuilder, OffsetIndex, TimeIndex
 from kafkawire.log.log import Log
 from kafkawire.log.logdir import LogDir
 from kafkawire.log.recover import RecoverReport
+from kafkawire.log.retention import RetentionPlan, plan_retention, purge_deleted
 from kafkawire.log.segment import Segment
 from kafkawire.log.txnindex import AbortedTxn
 from kafkawire.log.verify import VerifyReport
 from kafkawire.log.writer import LogWriter
 
 __all__ = ["Log", "LogDir", "Segment", "LogWriter", "OffsetIndex", "TimeIndex", "IndexBuilder",
-           "AbortedTxn", "VerifyReport", "RecoverReport"]
+           "AbortedTxn", "VerifyReport", "RecoverReport", "RetentionPlan", "plan_retention",
+           "purge_deleted"]
