@@ -220,7 +220,7 @@ cdef extern from "Python.h":
 cdef tuple _NO_ARGS = ()
 
 _ACYCLIC = {bytes, int, type(None), str, float, bool}
-_FUNCTION = type(lambda: None)
+from types import FunctionType as _FUNCTION   # (a lambda here would be a Cython function)
 
 
 cdef bint _acyclic_hooks(object hooks):
@@ -241,7 +241,8 @@ cdef object _N_PRODUCER_ID = "producer_id"
 cdef object _N_RECORD_COUNT = "record_count"
 cdef object _N_ATTRIBUTES = "attributes"
 cdef object _N_COMPRESSION = "compression"
-from kafkawire._format import CODEC_NAMES as _CODEC_NAMES
+from kafkawire import _format
+cdef tuple _CODEC_NAMES = _format.CODEC_NAMES   # a C global: read per batch
 
 
 cdef class BatchHeader:
