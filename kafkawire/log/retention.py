@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from kafkawire import _scan_common as C
 from kafkawire.errors import LogError
@@ -163,7 +163,7 @@ def _remove(paths: Sequence[str]) -> None:
             log.warning("cannot remove %s: %s", p, exc)
 
 
-def _segment_facts(seg: Segment):
+def _segment_facts(seg: Segment) -> Tuple[int, int, int]:
     """``(next_offset, records, max_timestamp)`` of a segment from its batch headers."""
     rows = seg.headers()
     records = 0
@@ -184,7 +184,7 @@ def _largest_timestamp(seg: Segment) -> int:
     return int(os.stat(seg.path).st_mtime * 1000)
 
 
-def plan_retention(log_or_path, *, retention_ms: Optional[int] = None,
+def plan_retention(log_or_path: Union[Log, str, "os.PathLike[str]"], *, retention_ms: Optional[int] = None,
                    retention_bytes: Optional[int] = None, log_start_offset: Optional[int] = None,
                    now_ms: Optional[int] = None) -> RetentionPlan:
     """What Kafka's retention would delete from a partition folder (nothing is changed).
@@ -232,7 +232,7 @@ def plan_retention(log_or_path, *, retention_ms: Optional[int] = None,
                          _log=lg)
 
 
-def purge_deleted(path, *, older_than_ms: int = 0, now_ms: Optional[int] = None) -> List[str]:
+def purge_deleted(path: Union[str, "os.PathLike[str]"], *, older_than_ms: int = 0, now_ms: Optional[int] = None) -> List[str]:
     """Remove the ``.deleted`` files of partition folder ``path`` renamed more than
     ``older_than_ms`` ago (by the file's change time); the paths removed."""
     folder = os.fspath(path)
