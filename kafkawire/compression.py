@@ -23,7 +23,8 @@ the memory is spent.  Damaged payloads raise
 :class:`~kafkawire.errors.CorruptRecordError` (reason ``"compression"``); the
 caller relocates the error to the batch's position with ``err.at(...)``.
 A codec whose library is missing raises
-:class:`~kafkawire.errors.UnsupportedCodecError` naming what to install.
+:class:`~kafkawire.errors.CodecNotInstalledError` (an ``UnsupportedCodecError``)
+naming what to install: not damage, the data may be fine.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ import struct
 import zlib
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from kafkawire.errors import CorruptRecordError, RecordTooLargeError, UnsupportedCodecError
+from kafkawire.errors import (CodecNotInstalledError, CorruptRecordError, RecordTooLargeError,
+                              UnsupportedCodecError)
 
 __all__ = ["CODECS", "DEFAULT_MAX_SIZE", "codec_id", "codec_name", "compress", "decompress",
            "available", "XERIAL_MAGIC", "xxh32"]
@@ -101,9 +103,10 @@ def _lib(name: str) -> Any:
         else:
             import zstandard as mod
     except ImportError as exc:
-        raise UnsupportedCodecError(
+        raise CodecNotInstalledError(
             f"the {name} codec needs a library that is not installed ({exc}); "
-            f"run: {_EXTRA_HINT[name]}") from exc
+            f"run: {_EXTRA_HINT[name]}", codec=name,
+            extra="zstd" if name == "zstd" else None) from exc
     _libs[name] = mod
     return mod
 

@@ -65,6 +65,29 @@ class UnsupportedCodecError(KafkaWireError):
     """A compression codec that is unknown or whose library is not installed."""
 
 
+class MissingDependencyError(KafkaWireError, ImportError):
+    """An optional library a feature needs is not installed; the message names the extra.
+
+    Also an ``ImportError``, so code that guards an optional import keeps working.
+    """
+
+    def __init__(self, message: str, *, extra: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+class CodecNotInstalledError(UnsupportedCodecError, MissingDependencyError):
+    """A known codec whose library is missing: the data may be fine, it cannot be read here.
+
+    Not a sign of damage: ``verify`` and ``stats`` report it once, apart from problems.
+    ``codec`` is the codec's name.
+    """
+
+    def __init__(self, message: str, *, codec: str, extra: Optional[str] = None) -> None:
+        super().__init__(message, extra=extra)
+        self.codec = codec
+
+
 class IndexCorruptError(KafkaWireError):
     """An offset, time or transaction index that fails Kafka's sanity checks."""
 

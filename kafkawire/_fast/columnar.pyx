@@ -699,7 +699,7 @@ cdef int scan(State* S, const uint8_t* d, Py_ssize_t end, Py_ssize_t* ppos,
             bump_next(S, last + 1)
         elif magic == 0 or magic == 1:
             if d[pos + 17] & 7:
-                if base < S.start_offset:
+                if 0 < base < S.start_offset:   # a wrapper at 0 may hold later offsets
                     bump_next(S, base + 1)
                     pos = nxt
                     continue
@@ -931,7 +931,15 @@ cdef int legacy_inner(State* S, const uint8_t* w, Py_ssize_t wpos, const uint8_t
             return fail_at(S, wpos, woffset, b"compression", b"compressed message nested inside another")
         last_rel = be64(d + p)
         p += 12 + size
-    if wmagic == 1:
+    if n == 0:
+        return fail_at(S, wpos, woffset, b"count", b"compressed message set holds no messages")
+    # Kafka: a magic-1 wrapper at offset 0 is produce-side data (inner offsets stand as they
+    # are); any other wrapper offset below the last inner offset is invalid.
+    if wmagic == 1 and woffset != 0:
+        if woffset < last_rel:
+            return fail_at(S, wpos, woffset, b"offset",
+                           b"wrapper offset is less than the last inner message offset "
+                           b"and it is not zero")
         delta = woffset - last_rel
     p = rpos[0]
     i = index[0]

@@ -756,7 +756,7 @@ def decode_legacy_messages(buf, Py_ssize_t start, Py_ssize_t end, int64_t wrappe
     cdef const unsigned char *m
     cdef const unsigned char *p
     cdef const unsigned char *mend
-    cdef Py_ssize_t pos
+    cdef Py_ssize_t pos, last_pos = 0
     cdef int64_t offset, timestamp, last_raw = 0, shift
     cdef int32_t length, klen, vlen
     cdef int magic, attrs
@@ -840,6 +840,9 @@ def decode_legacy_messages(buf, Py_ssize_t start, Py_ssize_t end, int64_t wrappe
                 timestamp = wrapper_timestamp
                 ts_name = LOG_APPEND_TIME
             if attrs & 0x07:
+                if wrapper_magic != -1:
+                    raise _corrupt("inner messages must not be compressed", pos, offset,
+                                   "compression")
                 out.append((pos, offset, magic, attrs, timestamp, value))
             else:
                 r = Record.__new__(Record)
@@ -851,11 +854,18 @@ def decode_legacy_messages(buf, Py_ssize_t start, Py_ssize_t end, int64_t wrappe
                 r.headers = []
                 out.append(r)
             last_raw = offset
+            last_pos = pos
             have_last = True
             pos += 12 + length
     finally:
         PyBuffer_Release(&view)
-    if wrapper_magic >= 1 and have_last:
+    if wrapper_magic != -1 and not have_last:
+        raise _corrupt("compressed message set holds no messages", start, wrapper_offset, "count")
+    if wrapper_magic >= 1 and wrapper_offset != 0:
+        if wrapper_offset < last_raw:
+            raise _corrupt(f"wrapper offset {wrapper_offset} is less than the last inner message "
+                           f"offset {last_raw} and it is not zero", last_pos, wrapper_offset,
+                           "offset")
         shift = wrapper_offset - last_raw
         if shift:
             for i in range(len(out)):

@@ -352,7 +352,7 @@ def _scan(B: ColumnBuilder, d: Any, pos: int, end: int, index: int, rpos: int) -
             B._bump(x.last_offset + 1)
         elif magic in (0, 1):
             if d[pos + 17] & 7:
-                if base < B.start_offset:
+                if 0 < base < B.start_offset:   # a wrapper at 0 may hold later offsets
                     B._bump(base + 1)
                     pos = nxt
                     continue
@@ -454,7 +454,16 @@ def _legacy_inner(B: ColumnBuilder, w: Any, wpos: int, d: Any, index: int, rpos:
             raise _Corrupt(wpos, "compression", "compressed message nested inside another", woffset)
         last_rel = _Q.unpack_from(d, p)[0]
         p += 12 + size
-    delta = woffset - last_rel if wmagic == 1 else 0
+    if n == 0:
+        raise _Corrupt(wpos, "count", "compressed message set holds no messages", woffset)
+    # Kafka: a magic-1 wrapper at offset 0 is produce-side data (inner offsets stand as they
+    # are); any other wrapper offset below the last inner offset is invalid.
+    delta = 0
+    if wmagic == 1 and woffset != 0:
+        if woffset < last_rel:
+            raise _Corrupt(wpos, "offset", "wrapper offset is less than the last inner message "
+                           "offset and it is not zero", woffset)
+        delta = woffset - last_rel
     p, i = rpos, index
     while p < n:
         size = _I.unpack_from(d, p + 8)[0]

@@ -26,12 +26,16 @@ Kernels (same names and signatures in both backends):
     stored.  Otherwise it is the decompressed inner set of a wrapper message
     with that magic/offset/timestamp/timestamp type (0 CreateTime, 1
     LogAppendTime): under a magic-1 wrapper inner offsets are relative
-    (absolute = wrapper_offset - last inner offset + inner offset); under a
+    (absolute = wrapper_offset - last inner offset + inner offset), except
+    under a wrapper whose offset is 0 (produce-side data, before a broker
+    assigned offsets), where they stand as they are, as in Kafka; a nonzero
+    wrapper offset below the last inner offset is corrupt.  Under a
     LogAppendTime magic-1 wrapper every record takes the wrapper's timestamp
-    and type.  Uncompressed messages become ``Record``s; a compressed message
-    (a top-level wrapper, or a nested one) becomes a tuple ``(position,
-    offset, magic, attributes, timestamp, value)`` (offset already absolute)
-    for the caller to decompress and recurse into.  ``check_crc`` verifies
+    and type.  Uncompressed messages become ``Record``s; a compressed
+    top-level message (a wrapper) becomes a tuple ``(position, offset, magic,
+    attributes, timestamp, value)`` for the caller to decompress and decode
+    as an inner set.  An inner set must hold at least one message, none of
+    them compressed (Kafka refuses nested wrappers).  ``check_crc`` verifies
     each message's CRC-32.  Malformed input raises ``CorruptRecordError``.
 
 ``iter_records_v2(buf, start, end, count, base_offset, base_timestamp, max_timestamp, timestamp_type, on_error=None)``
@@ -652,6 +656,9 @@ def decode_legacy_messages(buf, start, end, wrapper_offset, wrapper_magic, wrapp
             timestamp = wrapper_timestamp
             ts_name = "LogAppendTime"
         if attrs & 0x07:
+            if wrapper_magic != -1:
+                raise _corrupt("inner messages must not be compressed", pos, offset,
+                               "compression")
             append((pos, offset, magic, attrs, timestamp, value))
         else:
             r = _new(Record)
@@ -663,8 +670,15 @@ def decode_legacy_messages(buf, start, end, wrapper_offset, wrapper_magic, wrapp
             r.headers = []
             append(r)
         last_raw = offset
+        last_pos = pos
         pos = mend
-    if wrapper_magic >= 1 and last_raw is not None:
+    if wrapper_magic != -1 and last_raw is None:
+        raise _corrupt("compressed message set holds no messages", start, wrapper_offset, "count")
+    if wrapper_magic >= 1 and wrapper_offset != 0:
+        if wrapper_offset < last_raw:
+            raise _corrupt(f"wrapper offset {wrapper_offset} is less than the last inner message "
+                           f"offset {last_raw} and it is not zero", last_pos, wrapper_offset,
+                           "offset")
         shift = wrapper_offset - last_raw
         if shift:
             for i, r in enumerate(out):

@@ -15,7 +15,7 @@ from kafkawire.cli.output import Printer, err
 from kafkawire.cli.paths import PartitionTarget, PathError, resolve
 from kafkawire.cli.progress import Progress
 from kafkawire.compression import decompress
-from kafkawire.errors import KafkaWireError
+from kafkawire.errors import CodecNotInstalledError, KafkaWireError
 from kafkawire.log import files as F
 from kafkawire.log.storage import is_url, map_file, storage_for
 from kafkawire.log.verify import VerifyReport, verify_segment
@@ -56,6 +56,8 @@ class PartitionStats:
     leader_epochs: List[Any] = field(default_factory=list)
     ignored_files: List[str] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
+    #: codec -> [batches not decompressed, why]: its library is missing (not damage)
+    not_decoded: Dict[str, List[Any]] = field(default_factory=dict)
 
     @property
     def compression_ratio(self) -> Optional[float]:
@@ -104,7 +106,9 @@ class PartitionStats:
                 "transactionalBatches": self.transactional_batches,
                 "invalidBytes": self.invalid_bytes, "topicId": self.topic_id,
                 "leaderEpochs": [list(e) for e in self.leader_epochs],
-                "ignoredFiles": self.ignored_files, "errors": self.errors}
+                "ignoredFiles": self.ignored_files, "errors": self.errors,
+                "notDecoded": {c: {"batches": n, "message": m}
+                               for c, (n, m) in self.not_decoded.items()}}
 
     def as_text(self) -> str:
         codecs = ", ".join(f"{k} {v}" for k, v in sorted(self.codecs.items())) or "-"
@@ -132,6 +136,8 @@ class PartitionStats:
             lines.append(f"  invalid bytes: {self.invalid_bytes}")
         if self.ignored_files:
             lines.append(f"  ignored (.deleted/.cleaned/.swap leftovers): {len(self.ignored_files)}")
+        lines.extend(f"  not decoded (left out of the compression ratio): {n} {c} batches: {m}"
+                     for c, (n, m) in self.not_decoded.items())
         lines.extend(f"  error: {e}" for e in self.errors)
         return "\n".join(lines)
 
@@ -182,6 +188,11 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
                         if count is None:
                             count = len(batch.records())
                         unc = uncompressed_size(batch)
+                    except CodecNotInstalledError as e:
+                        entry = st.not_decoded.setdefault(e.codec, [0, str(e)])
+                        entry[0] += 1
+                        unc = None
+                        count = count or 0
                     except KafkaWireError as e:
                         st.errors.append(f"{log_path}: {e}")
                         unc = None
@@ -340,17 +351,22 @@ def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tr
             finally:
                 for c in closer:
                     c.close()
-            clean = clean and report.ok
+            clean = clean and report.ok and report.complete
             head = (f"{t.name}: {report.segments} segments, {report.batches} batches, "
                     f"{report.bytes} bytes, {report.index_entries} index entries: "
-                    + ("ok" if report.ok else f"{len(report.problems)} problem(s)"))
+                    + (f"{len(report.problems)} problem(s)" if not report.ok
+                       else "ok" if report.complete else "no problems in what could be read"))
             out.text(head)
             for p in report.problems:
                 out.emit(lambda p=p: f"  {p}", lambda p=p: _problem_obj(t.name, p))
+            for codec, (n, why) in report.not_decoded.items():
+                out.text(f"  not checked: the records of {n} {codec} batches: {why}")
             out.emit(None, {"type": "summary", "partition": t.name, "path": t.path,
                             "segments": report.segments, "batches": report.batches,
                             "bytes": report.bytes, "indexEntries": report.index_entries,
-                            "problems": len(report.problems), "ok": report.ok})
+                            "problems": len(report.problems), "ok": report.ok,
+                            "notDecoded": {c: {"batches": n, "message": m}
+                                           for c, (n, m) in report.not_decoded.items()}})
     return 0 if clean else 1
 
 

@@ -21,7 +21,7 @@ from kafkawire import _dumpfmt_common as FMT
 from kafkawire.cli import indexdump, jsonout, text
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.progress import Progress
-from kafkawire.errors import CorruptRecordError, KafkaWireError
+from kafkawire.errors import CodecNotInstalledError, CorruptRecordError, KafkaWireError
 from kafkawire.log.storage import storage_for
 
 INT32_MAX = 2 ** 31 - 1
@@ -147,6 +147,8 @@ class Dumper:
         self._bar: Optional[Progress] = None
         self._advanced = 0
         self._valid = 0  # bytes of whole batches dumped so far in the current file
+        # codec -> (batches whose records could not be read, why)
+        self._missing_codecs: Dict[str, Tuple[int, str]] = {}
 
     # -------------------------------------------------------------- driver
     def run(self) -> int:
@@ -183,7 +185,18 @@ class Dumper:
                     pass
                 self._advanced = 0
         self.report_problems()
+        self.report_missing_codecs()
         return self.status
+
+    def report_missing_codecs(self) -> None:
+        """One line per codec whose library is missing (not damage: the data may be fine)."""
+        for codec, (n, message) in self._missing_codecs.items():
+            err(f"kafkawire: records of {n} {codec} batch(es) not shown: {message}")
+            self.status = 1
+
+    def _codec_missing(self, exc: CodecNotInstalledError) -> None:
+        n, _ = self._missing_codecs.get(exc.codec, (0, ""))
+        self._missing_codecs[exc.codec] = (n + 1, str(exc))
 
     def report_problems(self) -> None:
         if self.out.json_mode:
@@ -321,6 +334,9 @@ class Dumper:
                     valid = True
                 except CorruptRecordError:
                     valid = False
+                except CodecNotInstalledError:
+                    # header-level validity (Kafka's isValid: the checksum) needs no codec
+                    valid = batch.compute_crc() == batch.crc
             self.out.emit(lambda: text.batch_line(batch, position, valid),
                           lambda: jsonout.batch_obj(batch, position, valid))
             if o.deep_iteration:
@@ -338,6 +354,9 @@ class Dumper:
         o = self.opts
         try:
             records = batch.records()
+        except CodecNotInstalledError as e:
+            self._codec_missing(e)
+            return batch.last_offset  # the header's: offsets stay checked across the batch
         except KafkaWireError as e:
             err(f"kafkawire: {path}: cannot decode the records of the batch at position "
                 f"{batch.position}: {_describe(e)}")

@@ -18,6 +18,7 @@ with Kafka's jar).  Layouts, for the reader of this code:
 """
 from __future__ import annotations
 
+import operator
 import struct
 import time
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
@@ -76,6 +77,45 @@ def _check_bytes(v: Any, what: str) -> Any:
     except TypeError:
         raise TypeError(f"{what} must be bytes-like or None, not {type(v).__name__}") from None
     return v
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _check_int(v, what: str) -> int:
+    """``v`` as an int if it is one (or has ``__index__``, like numpy's integers; a bool is
+    not), in int64 range; else a TypeError or ValueError naming ``what``."""
+    if type(v) is not int:
+        if isinstance(v, bool):
+            raise TypeError(f"{what} must be an int, not bool ({v!r})")
+        try:
+            v = operator.index(v)
+        except TypeError:
+            raise TypeError(f"{what} must be an int, not {type(v).__name__} ({v!r})") from None
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        raise ValueError(f"{what} {v} does not fit a signed 64-bit integer")
+    return v
+
+
+def _check_headers(headers, what: str = "headers") -> list:
+    """Headers as a list of (key, value) pairs: key str or bytes, value bytes-like or None."""
+    if isinstance(headers, (str, bytes, bytearray, memoryview, dict)):
+        raise TypeError(f"{what} must be an iterable of (key, value) pairs, "
+                        f"not {type(headers).__name__}")
+    try:
+        out = list(headers)
+    except TypeError:
+        raise TypeError(f"{what} must be an iterable of (key, value) pairs, "
+                        f"not {type(headers).__name__}") from None
+    for i, h in enumerate(out):
+        if not isinstance(h, (tuple, list)) or len(h) != 2:
+            raise TypeError(f"{what}[{i}] must be a (key, value) pair, not {h!r}")
+        hk, hv = h
+        if not isinstance(hk, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"{what}[{i}] key must be str, not {type(hk).__name__}")
+        if hv is not None and type(hv) is not bytes:
+            _check_bytes(hv, f"{what}[{i}] value")
+    return out
 
 
 class BatchBuilder:
@@ -147,7 +187,9 @@ class BatchBuilder:
         offsets = self._offsets
         if offset is None:
             offset = offsets[-1] + 1 if offsets else self.base_offset
-        elif offset < self.base_offset or (offsets and offset <= offsets[-1]):
+        elif type(offset) is not int:
+            offset = _check_int(offset, "offset")
+        if offset < self.base_offset or (offsets and offset <= offsets[-1]):
             raise ValueError(f"offset {offset} must be >= base offset {self.base_offset} and above "
                              f"the previous offset {offsets[-1] if offsets else None} "
                              "(offsets increase monotonically)")
@@ -158,18 +200,18 @@ class BatchBuilder:
             _check_bytes(value, "value")
         if key is not None and type(key) is not bytes:
             _check_bytes(key, "key")
-        header_list: Optional[List[Header]] = None
-        if headers:
-            if self.magic < 2:
-                raise ValueError(f"magic {self.magic} messages cannot carry headers; use magic 2")
-            header_list = list(headers)
+        header_list: Optional[List[Header]] = _check_headers(headers) if headers else None
+        if header_list and self.magic < 2:
+            raise ValueError(f"magic {self.magic} messages cannot carry headers; use magic 2")
         if timestamp is None:
             timestamp = -1 if self.magic == 0 else _now_ms()
+        elif type(timestamp) is not int or not _INT64_MIN <= timestamp <= _INT64_MAX:
+            timestamp = _check_int(timestamp, "timestamp")
         offsets.append(offset)
         self._timestamps.append(timestamp)
         self._keys.append(key)
         self._values.append(value)
-        self._headers.append(header_list)
+        self._headers.append(header_list or None)
         return offset
 
     def build(self, *, last_offset: Optional[int] = None) -> bytes:

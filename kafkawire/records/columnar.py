@@ -105,6 +105,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from kafkawire import _format as F
+from kafkawire._deps import require
 from kafkawire import _columnar_common as _C
 from kafkawire import compression
 from kafkawire import _kernels as K
@@ -276,7 +277,7 @@ class ColumnChunk:
         ``topic``/``partition`` add those constant columns (both or neither);
         ``include_headers`` defaults to whether the chunk has headers.
         """
-        import pyarrow as pa
+        pa = require("pyarrow", "spark", "Arrow output")
 
         if (topic is None) != (partition is None):
             raise ValueError("give both topic and partition, or neither")
@@ -326,7 +327,7 @@ def arrow_schema(include_headers: bool = False, with_topic: bool = True) -> "Any
     every field nullable, ``binary`` (not ``large_binary``), ``timestamp[us, UTC]``,
     headers as ``list<element: struct<key: string, value: binary>>``.
     """
-    import pyarrow as pa
+    pa = require("pyarrow", "spark", "Arrow output")
 
     fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
     if with_topic:
@@ -574,7 +575,7 @@ def decode_columns(data: Any, *, start: int = 0, end: Optional[int] = None,
 def to_arrow(data: Any, *, topic: Optional[str] = None, partition: Optional[int] = None,
              include_headers: bool = False, **kwargs: Any) -> "Any":
     """All records of ``data`` as one ``pyarrow.Table`` (chunks become record batches)."""
-    import pyarrow as pa
+    pa = require("pyarrow", "spark", "Arrow output")
 
     batches = [chunk.to_arrow(include_headers=include_headers, topic=topic, partition=partition)
                for chunk in iter_column_chunks(data, include_headers=include_headers, **kwargs)]

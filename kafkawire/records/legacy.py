@@ -5,6 +5,11 @@ message's value is an inner message set: iterating the batch decompresses it
 and yields the inner records, with absolute offsets (magic 0 stores them
 absolute; magic 1 stores them relative, the wrapper carrying the last one)
 and, under a LogAppendTime magic-1 wrapper, the wrapper's timestamp.
+
+Kafka's rules for wrappers apply (its legacy deep iterator): a magic-1 wrapper
+at offset 0 is produce-side data whose inner offsets are the record offsets as
+they stand; a nonzero wrapper offset below the last inner offset, an empty
+inner set and a compressed inner message are corrupt.
 """
 from __future__ import annotations
 
@@ -20,11 +25,6 @@ if TYPE_CHECKING:
     from kafkawire.records._types import Record
 
 __all__ = ["LegacyBatch"]
-
-#: Nested wrappers (a compressed message inside a compressed message set) are
-#: followed to this depth; deeper nesting is treated as hostile.
-MAX_NESTING = 4
-
 
 class LegacyBatch:
     """A v0/v1 top-level message; see the module docstring."""
@@ -143,12 +143,14 @@ class LegacyBatch:
         return type(exc)(f"message at offset {self.last_offset}: {exc.message}", position=pos,
                          offset=exc.offset, reason=exc.reason)
 
-    def _expand(self, wrapper: Tuple[Any, ...], out: List[Record], depth: int, check_crc: bool) -> None:
-        """Decompress a wrapper tuple from the kernel and append its inner records."""
+    def _expand(self, wrapper: Tuple[Any, ...], check_crc: bool) -> List[Record]:
+        """Decompress a wrapper tuple from the kernel and decode its inner records.
+
+        As in Kafka, the inner set is decoded once and may not hold compressed
+        messages (the kernel refuses them), so ``max_decompressed_size`` bounds
+        everything one batch can inflate to.
+        """
         _pos, w_offset, w_magic, w_attrs, w_ts, value = wrapper
-        if depth > MAX_NESTING:
-            raise CorruptRecordError(f"compressed messages nested deeper than {MAX_NESTING}",
-                                     position=self.position, offset=w_offset, reason="nesting")
         if value is None:
             raise CorruptRecordError("compressed wrapper message with a null value",
                                      position=self.position, offset=w_offset, reason="compression")
@@ -161,15 +163,10 @@ class LegacyBatch:
                             position=self.position, offset=w_offset, reason=exc.reason) from None
         w_type = 1 if (w_magic >= 1 and w_attrs & C.LEGACY_TIMESTAMP_TYPE_MASK) else 0
         try:
-            inner = K.decode_legacy_messages(data, 0, len(data), w_offset, w_magic, w_ts, w_type,
-                                             check_crc)
+            return cast("List[Record]", K.decode_legacy_messages(
+                data, 0, len(data), w_offset, w_magic, w_ts, w_type, check_crc))
         except CorruptRecordError as exc:
             raise self._fail(exc, True) from None
-        for item in inner:
-            if type(item) is tuple:
-                self._expand(item, out, depth + 1, check_crc)
-            else:
-                out.append(item)
 
     def _decode(self, check_crc: bool) -> List[Record]:
         try:
@@ -179,8 +176,7 @@ class LegacyBatch:
             raise self._fail(exc, False) from None
         if not items or type(items[0]) is not tuple:
             return cast("List[Record]", items)
-        out: List[Record] = []
-        self._expand(items[0], out, 1, check_crc)
+        out = self._expand(items[0], check_crc)
         if self._count is None:
             self._count = len(out)
             if self._base_offset is None:
@@ -216,7 +212,8 @@ class LegacyBatch:
                 reason="crc")
         self.compression  # noqa: B018 - raises on an unknown codec id
         recs = self._decode(True)
-        if self.magic == 1 and self.attributes & C.LEGACY_COMPRESSION_MASK:
+        if self.magic == 1 and self.attributes & C.LEGACY_COMPRESSION_MASK and self.last_offset:
+            # (a wrapper at offset 0 is produce-side data: its inner offsets stand as they are)
             for r in recs:
                 if r.offset > self.last_offset:
                     raise CorruptRecordError(

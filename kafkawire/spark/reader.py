@@ -17,6 +17,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from kafkawire import _kernels as K
+from kafkawire._deps import require
 from kafkawire import _scan_common as SC
 from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log.storage import storage_for
@@ -221,7 +222,8 @@ def _warn_if_pure() -> None:
 
 def read_task(task: Task, st: ReadSettings) -> Iterator:
     """Every slice of a task, small batches coalesced to at least ``MIN_BATCH_ROWS`` rows."""
-    import pyarrow as pa   # only tasks need it; planning (on the driver) imports this module too
+    # only tasks need it; planning (on the driver) imports this module too
+    pa = require("pyarrow", "spark", "The Spark data source")
     _warn_if_pure()
     pending: List = []
     rows = 0

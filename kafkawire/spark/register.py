@@ -9,5 +9,7 @@ def register(spark) -> None:
     ``pyspark_kafkawire`` module does not see this package (e.g. a source
     checkout that is not installed).
     """
+    from kafkawire._deps import require
+    require("pyspark", "spark", "The Spark data source")
     from kafkawire.spark.source import KafkaWireDataSource
     spark.dataSource.register(KafkaWireDataSource)

@@ -7,6 +7,8 @@ partitions and timestamp types, the declared column order, every field nullable.
 """
 from __future__ import annotations
 
+from kafkawire._deps import require
+
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 
 _BASE_DDL = ("key binary, value binary, topic string, partition int, offset long, "
@@ -21,7 +23,7 @@ def spark_ddl(include_headers: bool) -> str:
 
 def arrow_schema(include_headers: bool):
     """The same schema as a ``pyarrow.Schema`` (what each task's batches carry)."""
-    import pyarrow as pa
+    pa = require("pyarrow", "spark", "The Spark data source")
     fields = [
         pa.field("key", pa.binary()),
         pa.field("value", pa.binary()),

@@ -67,7 +67,8 @@ def make_session(master: Optional[str] = None, app: str = "kafkawire",
     warning.  Run from a source checkout, the checkout is added to the
     workers' ``PYTHONPATH``.  The ``kafkawire`` format is registered.
     """
-    from pyspark import SparkContext
+    from kafkawire._deps import require
+    SparkContext = require("pyspark", "spark", "make_session()").SparkContext
     from pyspark.sql import SparkSession
 
     worker_python = python or sys.executable

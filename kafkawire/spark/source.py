@@ -7,7 +7,9 @@ bad option fails ``load()``, not a task.
 """
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource
+from kafkawire._deps import require
+
+DataSource = require("pyspark.sql.datasource", "spark", "The Spark data source").DataSource
 
 from kafkawire.errors import KafkaWireError
 from kafkawire.spark.options import ReadOptions, parse_options

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Dict, Iterator, Optional, Sequence
 
+from kafkawire._deps import require
 from kafkawire.errors import LogError
 from kafkawire.spark import layout
 from kafkawire.spark.options import ReadOptions, log
@@ -19,8 +20,9 @@ from kafkawire.spark.planning import (Range, Task, last_stable_offset, plan_task
                                       select_partitions)
 from kafkawire.spark.reader import ReadSettings, read_task
 
-from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
+require("pyspark", "spark", "The Spark data source")
+from pyspark.sql.datasource import DataSourceStreamReader  # noqa: E402
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,  # noqa: E402
                                               SupportsTriggerAvailableNow)
 
 Offsets = Dict[str, Dict[str, int]]
