@@ -6,8 +6,6 @@ The atheris target ``tests/fuzz/fuzz_records.py`` runs briefly here; longer with
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +14,7 @@ from hypothesis import strategies as st
 from kafkawire import _kernels
 
 from fuzz import samples as S
-from fuzz.harness import exercise
+from fuzz.harness import exercise, run_atheris
 
 SEEDS = S.seeds()
 
@@ -96,30 +94,12 @@ def test_random_bytes(blob):
     agree(blob)
 
 
-def _run_atheris(seconds: int, tmp_path):
-    pytest.importorskip("atheris")
-    if not _kernels.fast_available():
-        pytest.skip("compiled backend not built")
-    target = os.path.join(os.path.dirname(__file__), "fuzz", "fuzz_records.py")
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    import kafkawire
-    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(kafkawire.__file__)))
-    env = dict(os.environ, KAFKAWIRE_BACKEND="fast",
-               PYTHONPATH=os.pathsep.join([pkg_root, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, target, f"-max_total_time={seconds}", "-rss_limit_mb=2048",
-         "-timeout=10", f"-artifact_prefix={tmp_path}{os.sep}", str(corpus)],
-        capture_output=True, text=True, env=env, timeout=seconds + 120)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-
-
 @pytest.mark.one_backend
 def test_atheris_fuzz_briefly(tmp_path):
-    _run_atheris(20, tmp_path)
+    run_atheris("records", 20, tmp_path)
 
 
 @pytest.mark.one_backend
 @pytest.mark.slow
 def test_atheris_fuzz_long(tmp_path):
-    _run_atheris(int(os.environ.get("KAFKAWIRE_FUZZ_SECONDS", "600")), tmp_path)
+    run_atheris("records", int(os.environ.get("KAFKAWIRE_FUZZ_SECONDS", "600")), tmp_path)

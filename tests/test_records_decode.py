@@ -212,11 +212,15 @@ def test_legacy_magic0_wrapper_absolute_offsets():
     assert [r.offset for r in w] == [10, 11, 12] and w.base_offset == 10
 
 
-def test_legacy_nested_wrappers():
+def test_legacy_nested_wrappers_are_refused():
+    # Kafka: "Inner messages must not be compressed" (tests/test_records_legacy_rules.py
+    # checks this against Kafka's own reader)
     deepest = S.legacy_message(0, b"a") + S.legacy_message(1, b"b")
     middle = S.legacy_wrapper(1, deepest) + S.legacy_message(2, b"c")
     w = one(S.legacy_wrapper(9, middle))
-    assert [(r.offset, r.value) for r in w] == [(7, b"a"), (8, b"b"), (9, b"c")]
+    with pytest.raises(CorruptRecordError) as e:
+        list(w)
+    assert e.value.reason == "compression"
 
 
 def test_legacy_inner_garbage_is_corrupt_with_position_and_offset():

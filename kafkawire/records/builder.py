@@ -97,7 +97,7 @@ def _check_int(v, what: str) -> int:
     return v
 
 
-def _check_headers(headers, what: str = "headers") -> list:
+def _check_headers(headers, what: str = "headers") -> List["Header"]:
     """Headers as a list of (key, value) pairs: key str or bytes, value bytes-like or None."""
     if isinstance(headers, (str, bytes, bytearray, memoryview, dict)):
         raise TypeError(f"{what} must be an iterable of (key, value) pairs, "

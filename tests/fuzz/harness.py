@@ -1,6 +1,10 @@
 """Drive every decoding path over a buffer; shared by the tests and the atheris target."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import kafkawire
 from kafkawire.errors import KafkaWireError
 
@@ -45,3 +49,26 @@ def exercise(data, verify_crc: bool = False):
         out.append(("stop", type(exc).__name__, exc.position))
     out.append(("tail", it.partial_tail, it.stop_position))
     return out
+
+
+def run_atheris(name: str, seconds: int, tmp_path) -> None:
+    """Run the atheris target ``tests/fuzz/fuzz_<name>.py`` for ``seconds`` on the compiled
+    kernels; fail with its output on a finding (or skip when atheris or the kernels are
+    missing)."""
+    import pytest
+    from kafkawire import _kernels
+    pytest.importorskip("atheris")
+    if not _kernels.fast_available():
+        pytest.skip("compiled backend not built")
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    target = os.path.join(tests, "fuzz", f"fuzz_{name}.py")
+    corpus = tmp_path / f"corpus-{name}"
+    corpus.mkdir()
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(kafkawire.__file__)))
+    env = dict(os.environ, KAFKAWIRE_BACKEND="fast",
+               PYTHONPATH=os.pathsep.join([pkg_root, tests, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, target, f"-max_total_time={seconds}", "-rss_limit_mb=2048",
+         "-timeout=10", f"-artifact_prefix={tmp_path}{os.sep}", str(corpus)],
+        capture_output=True, text=True, env=env, timeout=seconds + 120)
+    assert proc.returncode == 0, proc.stderr[-4000:]

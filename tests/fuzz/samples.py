@@ -11,6 +11,11 @@ import struct
 import zlib
 from typing import List, Optional, Sequence, Tuple
 
+try:
+    import crc32c as _crc32c_lib
+except ImportError:  # pragma: no cover
+    _crc32c_lib = None
+
 _T = []
 for _i in range(256):
     _c = _i
@@ -20,6 +25,8 @@ for _i in range(256):
 
 
 def crc32c(data: bytes) -> int:
+    if _crc32c_lib is not None and len(data) > 4096:   # the same sum, faster for big buffers
+        return _crc32c_lib.crc32c(data)
     c = 0xFFFFFFFF
     for b in data:
         c = _T[(c ^ b) & 0xFF] ^ (c >> 8)
@@ -118,3 +125,63 @@ def seeds() -> List[bytes]:
     ]
     out.append(b"".join(out))
     return out
+
+
+XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+
+
+def snappy_literal(data: bytes) -> bytes:
+    """A raw snappy block holding ``data`` as one literal (up to 64 KiB)."""
+    n = len(data)
+    head = uvarint(n)
+    if n == 0:
+        return head
+    if n <= 60:
+        return head + bytes([(n - 1) << 2]) + data
+    if n <= 256:
+        return head + bytes([60 << 2, n - 1]) + data
+    return head + bytes([61 << 2]) + struct.pack("<H", n - 1) + data
+
+
+def hostile() -> List[Tuple[str, bytes]]:
+    """Small buffers built to hurt (named): Kafka's legacy-wrapper corner cases, nested
+    wrappers, payloads of many empty compressed members.  Seeds for the hostile
+    hypothesis cases and the atheris targets; see also :func:`bombs`."""
+    inner3 = b"".join(legacy_message(i, b"v%d" % i) for i in range(3))
+    recs = [v2_record(i, i, b"k", b"v%d" % i) for i in range(3)]
+    empty_gz = gzip.compress(b"", mtime=0)
+    empty_snappy_block = struct.pack(">i", 1) + b"\x00"      # raw snappy of b""
+    return [
+        ("wrapper_offset0", legacy_wrapper(0, inner3)),
+        ("wrapper_below_last", legacy_wrapper(1, inner3)),
+        ("wrapper_nested", legacy_wrapper(30, legacy_wrapper(0, inner3))),
+        ("wrapper_nested_deep", legacy_wrapper(30, legacy_wrapper(0, legacy_wrapper(0, inner3)))),
+        ("wrapper_empty", legacy_message(4, gzip.compress(b"", mtime=0), attributes=1)),
+        ("wrapper_null_value", legacy_message(4, None, attributes=1)),
+        ("gzip_members", v2_batch(recs, attributes=1, count=3,
+                                  payload=gzip.compress(b"".join(recs), mtime=0) + empty_gz * 300)),
+        ("gzip_only_empty_members", v2_batch(recs, attributes=1, count=3, payload=empty_gz * 50)),
+        ("snappy_empty_blocks", v2_batch(recs, attributes=2, count=3, payload=(
+            XERIAL_HEADER + struct.pack(">i", len(snappy_literal(b"".join(recs))))
+            + snappy_literal(b"".join(recs)) + empty_snappy_block * 300))),
+        ("count_past_records", v2_batch(recs, count=1 << 30)),
+        ("count_negative", v2_batch(recs, count=-5)),
+    ]
+
+
+def bombs() -> List[Tuple[str, bytes]]:
+    """Compressed batches that inflate far past the default 256 MiB bound (a few hundred KB
+    to a few MB each) and a nested legacy bomb; for the memory-bound check."""
+    gz = gzip.compress(bytes(1 << 20), mtime=0) * 300    # 300 members of 1 MiB of zeros
+    inner_bomb = legacy_wrapper(0, legacy_message(0, bytes(900_000)))  # inflates 900 KB
+    # followed level by level (each level under the bound) this would be 300 * 300 * 900 KB
+    middle = legacy_wrapper(299, inner_bomb * 300)
+    empty_gz = gzip.compress(b"", mtime=0)
+    return [
+        ("gzip_bomb_v2", v2_batch([], attributes=1, count=1, payload=gz)),
+        ("gzip_bomb_v1", legacy_message(9, gz, attributes=1)),
+        ("nested_bomb_v1", legacy_wrapper(40, inner_bomb * 300)),
+        ("nested_bomb_deep_v1", legacy_wrapper(299, middle * 300)),
+        ("gzip_members_2mb", v2_batch([], attributes=1, count=1,
+                                      payload=empty_gz * ((2 << 20) // len(empty_gz)))),
+    ]
