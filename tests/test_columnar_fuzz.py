@@ -15,6 +15,8 @@ from kafkawire.errors import KafkaWireError
 from kafkawire.records import BatchBuilder, control_batch
 from kafkawire.records.columnar import iter_column_chunks
 
+from fuzz.harness import columns_outcome
+
 TS = 1_700_000_000_000
 
 
@@ -38,28 +40,15 @@ def _corpus() -> bytes:
 CORPUS = _corpus()
 
 
-def _outcome(data: bytes, max_records: int):
-    """Columns of every chunk, or the error's class/position/reason."""
-    try:
-        it = iter_column_chunks(data, include_headers=True, max_records=max_records,
-                                max_decompressed_size=1 << 20)
-        chunks = [{k: (None if v is None else v.tolist()) for k, v in c.to_numpy().items()}
-                  for c in it]
-        return ("ok", chunks, it.partial_tail, it.stop_position)
-    except KafkaWireError as exc:
-        return ("error", type(exc).__name__, getattr(exc, "position", None),
-                getattr(exc, "reason", None))
-
-
 def _both(data: bytes, max_records: int = 5):
     if not _kernels.fast_available():
         pytest.skip("compiled backend not built")
     previous = _kernels.backend
     try:
         _kernels.use("fast")
-        fast = _outcome(data, max_records)
+        fast = columns_outcome(data, max_records)
         _kernels.use("pure")
-        pure = _outcome(data, max_records)
+        pure = columns_outcome(data, max_records)
     finally:
         _kernels.use(previous)
     assert fast == pure

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kafkawire import _kernels
 
 from fuzz import samples as S
-from fuzz.harness import exercise, run_atheris
+from fuzz.harness import damage, exercise, run_atheris
 
 SEEDS = S.seeds()
 
@@ -70,21 +70,7 @@ def test_every_single_byte_flip(seed):
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, len(SEEDS) - 1), data=st.data())
 def test_random_damage(seed, data):
-    buf = bytearray(SEEDS[seed])
-    for _ in range(data.draw(st.integers(1, 4))):
-        kind = data.draw(st.sampled_from(["flip", "set", "cut", "insert"]))
-        if not buf:
-            break
-        pos = data.draw(st.integers(0, len(buf) - 1))
-        if kind == "flip":
-            buf[pos] ^= data.draw(st.integers(1, 255))
-        elif kind == "set":
-            buf[pos] = data.draw(st.sampled_from([0, 0x7F, 0x80, 0xFF]))
-        elif kind == "cut":
-            del buf[pos:]
-        else:
-            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
-    agree(bytes(buf), verify_crc=data.draw(st.booleans()))
+    agree(damage(SEEDS[seed], data, 4), verify_crc=data.draw(st.booleans()))
 
 
 @pytest.mark.one_backend

@@ -24,6 +24,16 @@ HINT_ZSTD = "pip install 'kafkawire[zstd]'"
 HINT_SPARK = "pip install 'kafkawire[spark]'"
 
 
+#: appended to a child's code: run every ``calls`` entry, print what it raised
+_TRY_CALLS = """
+        for f in calls:
+            try:
+                f()
+            except ImportError as e:
+                print(type(e).__name__, e)
+        """
+
+
 def run_without(blocked, code, backend="pure"):
     """Run ``code`` in a fresh interpreter where the modules in ``blocked`` cannot be imported."""
     prelude = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in blocked)
@@ -131,15 +141,16 @@ def test_missing_pyarrow_names_the_spark_extra():
         b = BatchBuilder(); b.append(b"v", timestamp=1)
         data = b.build()
         assert len(decode_columns(data)) == 1          # numpy columns need no pyarrow
-        for f in (lambda: to_arrow(data), lambda: decode_columns(data).to_arrow()):
-            try:
-                f()
-            except ImportError as e:
-                print(type(e).__name__, e)
-        """)
+        calls = (lambda: to_arrow(data), lambda: decode_columns(data).to_arrow())
+        """ + _TRY_CALLS)
+    _expect_hints(rc, out, err, 2)
+
+
+def _expect_hints(rc, out, err, n):
+    """Each of the child's ``n`` calls raised MissingDependencyError naming the spark extra."""
     assert rc == 0, err
     lines = out.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == n, out
     assert all(line.startswith("MissingDependencyError") and HINT_SPARK in line for line in lines)
 
 
@@ -147,15 +158,8 @@ def test_missing_pyarrow_names_the_spark_extra():
 def test_missing_pyspark_names_the_spark_extra():
     rc, out, err = run_without(["pyspark"], """
         import kafkawire.spark as ks
-        for f in (lambda: ks.register(None), lambda: ks.make_session(),
-                  lambda: __import__("pyspark_kafkawire"),
-                  lambda: __import__("kafkawire.spark.source")):
-            try:
-                f()
-            except ImportError as e:
-                print(type(e).__name__, e)
-        """)
-    assert rc == 0, err
-    lines = out.splitlines()
-    assert len(lines) == 4, out
-    assert all(line.startswith("MissingDependencyError") and HINT_SPARK in line for line in lines)
+        calls = (lambda: ks.register(None), lambda: ks.make_session(),
+                 lambda: __import__("pyspark_kafkawire"),
+                 lambda: __import__("kafkawire.spark.source"))
+        """ + _TRY_CALLS)
+    _expect_hints(rc, out, err, 4)

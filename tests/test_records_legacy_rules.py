@@ -74,6 +74,7 @@ def kafka(java_runner, tmp_path_factory):
         p = d / f"{name}.bin"
         p.write_bytes(data)
         paths[str(p)] = name
+    java_runner.compile("RecordsReader")         # its JSON helpers
     proc = java_runner.run("LegacyRecordsReader", *paths)
     out = {}
     for line in proc.stdout.decode().splitlines():

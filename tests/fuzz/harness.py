@@ -7,6 +7,7 @@ import sys
 
 import kafkawire
 from kafkawire.errors import KafkaWireError
+from kafkawire.records.columnar import iter_column_chunks
 
 ATTRS = ("base_offset", "last_offset", "magic", "compression", "timestamp_type",
          "first_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
@@ -49,6 +50,40 @@ def exercise(data, verify_crc: bool = False):
         out.append(("stop", type(exc).__name__, exc.position))
     out.append(("tail", it.partial_tail, it.stop_position))
     return out
+
+
+def columns_outcome(data, max_records: int):
+    """Columns of every chunk ``iter_column_chunks`` yields, or the error's class/position/reason."""
+    try:
+        it = iter_column_chunks(data, include_headers=True, max_records=max_records,
+                                max_decompressed_size=1 << 20)
+        chunks = [{k: (None if v is None else v.tolist()) for k, v in c.to_numpy().items()}
+                  for c in it]
+        return ("ok", chunks, it.partial_tail, it.stop_position)
+    except KafkaWireError as exc:
+        return ("error", type(exc).__name__, getattr(exc, "position", None),
+                getattr(exc, "reason", None))
+
+
+def damage(buf: bytes, data, rounds: int) -> bytes:
+    """``buf`` after 1..``rounds`` random edits drawn from hypothesis ``data``: a bit flip, a
+    byte set to an edge value, a cut, or a few inserted bytes."""
+    from hypothesis import strategies as st
+    out = bytearray(buf)
+    for _ in range(data.draw(st.integers(1, rounds))):
+        kind = data.draw(st.sampled_from(["flip", "set", "cut", "insert"]))
+        if not out:
+            break
+        pos = data.draw(st.integers(0, len(out) - 1))
+        if kind == "flip":
+            out[pos] ^= data.draw(st.integers(1, 255))
+        elif kind == "set":
+            out[pos] = data.draw(st.sampled_from([0, 0x7F, 0x80, 0xFF]))
+        elif kind == "cut":
+            del out[pos:]
+        else:
+            out[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
+    return bytes(out)
 
 
 def run_atheris(name: str, seconds: int, tmp_path) -> None:

@@ -1,7 +1,6 @@
 import java.io.File;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
-import java.util.Base64;
 
 import org.apache.kafka.common.record.MemoryRecords;
 import org.apache.kafka.common.record.Record;
@@ -14,6 +13,8 @@ import org.apache.kafka.common.record.RecordBatch;
  * exception thrown while iterating (as a consumer would) and reports it, so the output of
  * a batch that Kafka refuses half way stays well formed.
  *
+ * Uses RecordsReader's JSON helpers (compile RecordsReader first).
+ *
  * Usage: LegacyRecordsReader PATH...
  */
 public class LegacyRecordsReader {
@@ -21,7 +22,7 @@ public class LegacyRecordsReader {
         StringBuilder out = new StringBuilder();
         for (String path : args) {
             out.setLength(0);
-            out.append("{\"path\":").append(str(path)).append(",\"records\":[");
+            out.append("{\"path\":").append(RecordsReader.str(path)).append(",\"records\":[");
             String error = null;
             boolean first = true;
             try {
@@ -34,33 +35,16 @@ public class LegacyRecordsReader {
                         if (!first) out.append(',');
                         first = false;
                         out.append('[').append(r.offset()).append(',').append(r.timestamp());
-                        out.append(',').append(str(batch.timestampType().name));
-                        out.append(',').append(bytes(r.hasKey() ? r.key() : null));
-                        out.append(',').append(bytes(r.hasValue() ? r.value() : null)).append(']');
+                        out.append(',').append(RecordsReader.str(batch.timestampType().name));
+                        out.append(',').append(RecordsReader.bytes(r.hasKey() ? r.key() : null));
+                        out.append(',').append(RecordsReader.bytes(r.hasValue() ? r.value() : null)).append(']');
                     }
                 }
             } catch (Exception e) {
                 error = e.getClass().getSimpleName() + ": " + e.getMessage();
             }
-            out.append("],\"error\":").append(error == null ? "null" : str(error)).append('}');
+            out.append("],\"error\":").append(error == null ? "null" : RecordsReader.str(error)).append('}');
             System.out.println(out);
         }
-    }
-
-    static String bytes(ByteBuffer buf) {
-        if (buf == null) return "null";
-        byte[] a = new byte[buf.remaining()];
-        buf.duplicate().get(a);
-        return str(Base64.getEncoder().encodeToString(a));
-    }
-
-    static String str(String s) {
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') b.append('\\').append(c);
-            else if (c < 0x20 || c > 0x7e) b.append(String.format("\\u%04x", (int) c));
-            else b.append(c);
-        }
-        return b.append('"').toString();
     }
 }
