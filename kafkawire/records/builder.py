@@ -21,7 +21,7 @@ from __future__ import annotations
 import operator
 import struct
 import time
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Optional, Sequence, SupportsIndex, Tuple, Union, cast
 
 from kafkawire import _kernels as K
 from kafkawire import compression as _compression
@@ -82,28 +82,30 @@ def _check_bytes(v: Any, what: str) -> Any:
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _check_int(v, what: str) -> int:
+def _check_int(v: object, what: str) -> int:
     """``v`` as an int if it is one (or has ``__index__``, like numpy's integers; a bool is
     not), in int64 range; else a TypeError or ValueError naming ``what``."""
-    if type(v) is not int:
-        if isinstance(v, bool):
-            raise TypeError(f"{what} must be an int, not bool ({v!r})")
+    if isinstance(v, bool):
+        raise TypeError(f"{what} must be an int, not bool ({v!r})")
+    if isinstance(v, int):
+        n = int(v)
+    else:
         try:
-            v = operator.index(v)
+            n = operator.index(cast(SupportsIndex, v))
         except TypeError:
             raise TypeError(f"{what} must be an int, not {type(v).__name__} ({v!r})") from None
-    if not _INT64_MIN <= v <= _INT64_MAX:
-        raise ValueError(f"{what} {v} does not fit a signed 64-bit integer")
-    return v
+    if not _INT64_MIN <= n <= _INT64_MAX:
+        raise ValueError(f"{what} {n} does not fit a signed 64-bit integer")
+    return n
 
 
-def _check_headers(headers, what: str = "headers") -> List["Header"]:
+def _check_headers(headers: object, what: str = "headers") -> List["Header"]:
     """Headers as a list of (key, value) pairs: key str or bytes, value bytes-like or None."""
     if isinstance(headers, (str, bytes, bytearray, memoryview, dict)):
         raise TypeError(f"{what} must be an iterable of (key, value) pairs, "
                         f"not {type(headers).__name__}")
     try:
-        out = list(headers)
+        out = list(cast(Iterable[Any], headers))
     except TypeError:
         raise TypeError(f"{what} must be an iterable of (key, value) pairs, "
                         f"not {type(headers).__name__}") from None
