@@ -140,20 +140,33 @@ class LogWriter:
     ``segment_bytes``, ``segment_ms``, ``index_interval_bytes`` and
     ``max_index_bytes`` mean what the broker's ``segment.bytes``,
     ``segment.ms``, ``index.interval.bytes`` and ``segment.index.bytes`` mean.
+
+    ``flush_messages`` and ``flush_ms`` are the broker's ``flush.messages``
+    and ``flush.ms``: after an append that leaves that many offsets, or that
+    long, unsynced, the log and its indexes are fsynced (None, the default:
+    only on roll, :meth:`flush` and :meth:`close`).  Time is checked on each
+    append and by :meth:`maybe_flush`, for a caller that schedules it.
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
                  segment_ms: int = DEFAULT_SEGMENT_MS,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES, start_offset: int = 0,
+                 flush_messages: Optional[int] = None, flush_ms: Optional[int] = None,
                  clock: Optional[Callable[[], int]] = None) -> None:
         self.path = os.path.abspath(os.fspath(path))
         if segment_bytes < 64:
             raise ValueError("segment_bytes must be at least 64")
         if max_index_bytes < TIME_ENTRY_SIZE:
             raise ValueError(f"max_index_bytes must be at least {TIME_ENTRY_SIZE}")
+        if flush_messages is not None and flush_messages < 1:
+            raise ValueError("flush_messages must be at least 1 (or None)")
+        if flush_ms is not None and flush_ms < 0:
+            raise ValueError("flush_ms must be >= 0 (or None)")
         self.segment_bytes = segment_bytes
         self.segment_ms = segment_ms
+        self.flush_messages = flush_messages
+        self.flush_ms = flush_ms
         self.index_interval_bytes = index_interval_bytes
         self.max_index_bytes = max_index_bytes
         self._clock = clock or (lambda: int(time.time() * 1000))
@@ -164,6 +177,7 @@ class LogWriter:
         self.recovery: Optional[RecoverReport] = None
         self.next_offset = start_offset
         self._resume()
+        self._synced()
 
     # -- lifecycle ------------------------------------------------------------
     def _resume(self) -> None:
@@ -204,12 +218,32 @@ class LogWriter:
         if self._seg.size == 0:
             return
         self._seg.close()
+        self._synced()
         self._open_segment(self.next_offset)
 
     def flush(self) -> None:
         """fsync the active segment's log and indexes (earlier segments were synced on roll)."""
         self._check_open()
         self._seg.flush()
+        self._synced()
+
+    def _synced(self) -> None:
+        """Everything written so far is on disk: restart the flush policy's counts."""
+        self._flushed_offset = self.next_offset
+        self._last_flush_ms = self._clock()
+
+    def maybe_flush(self) -> bool:
+        """Flush if ``flush_messages`` or ``flush_ms`` says so; whether it flushed."""
+        self._check_open()
+        if self.next_offset == self._flushed_offset:
+            return False
+        due = ((self.flush_messages is not None
+                and self.next_offset - self._flushed_offset >= self.flush_messages)
+               or (self.flush_ms is not None
+                   and self._clock() - self._last_flush_ms >= self.flush_ms))
+        if due:
+            self.flush()
+        return due
 
     def close(self) -> None:
         if self.closed:
@@ -278,6 +312,8 @@ class LogWriter:
         seg.write_entries(off_entry, time_entry)
         self._track_transactions(rows_all, payload_parts=parts)
         self.next_offset = next_offset
+        if self.flush_messages is not None or self.flush_ms is not None:
+            self.maybe_flush()
         return first_offset, last_offset
 
     def append_records(self, records: Iterable[Any], *, magic: int = 2, compression: str = "none",
@@ -345,6 +381,7 @@ class LogWriter:
         if (seg.size + size > self.segment_bytes or waited > self.segment_ms or seg.index_full
                 or last_offset - seg.base_offset > _INT32_MAX):
             seg.close()
+            self._synced()
             self._open_segment(first_offset)
 
     def _restart_empty(self, base: int) -> None:
