@@ -96,6 +96,19 @@ class LogError(KafkaWireError):
     """A log directory or segment that cannot be opened or written."""
 
 
+class OffsetOutOfRangeError(LogError):
+    """An offset no batch of the log holds (below its start, at or past its end); the
+    message states the log's range."""
+
+
+class LogLockedError(LogError):
+    """A partition folder another writer or recovery (or a running broker) is changing."""
+
+
+class LogInUseError(LogError):
+    """A change refused because readers of the same ``Log`` still hold its files mapped."""
+
+
 class PathError(LogError, ValueError):
     """A path that is neither a log.dirs folder, a partition folder nor a segment file."""
 

@@ -171,9 +171,10 @@ def test_partial_tail_and_max_bytes(capsys, segment):
     path, batches = segment
     with open(path, "ab") as f:
         f.write(batches[0][:30])
-    code, out, _ = run(capsys, "dump", "--files", path)
-    assert code == 0
+    code, out, err = run(capsys, "dump", "--files", path)
+    assert code == 1        # invalid bytes at the end are damage, as a zero-filled tail is
     assert out.splitlines()[-1] == "Found 30 invalid bytes at the end of 00000000000000000000.log"
+    assert len(err.strip().splitlines()) == 1 and "30 invalid bytes" in err
     _, out, _ = run(capsys, "dump", "--files", path, "--max-bytes", str(len(batches[0]) + 10))
     lines = out.splitlines()
     assert len(lines) == 3 and lines[2].startswith("baseOffset: 0 lastOffset: 2")
@@ -207,7 +208,7 @@ def test_missing_file_and_unknown_suffix(capsys, tmp_path):
     other = tmp_path / "notes.txt"
     other.write_text("x")
     code, out, err = run(capsys, "dump", "--files", str(other))
-    assert code == 0 and err.strip() == f"Ignoring unknown file {other}"
+    assert code == 1 and err.strip().startswith(f"Ignoring unknown file {other}: not a .log")
     code, _, err = run(capsys, "dump")
     assert code == 2 and "--files" in err
 

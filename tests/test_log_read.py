@@ -7,7 +7,7 @@ import os
 import pytest
 
 from kafkawire import Log, LogDir, LogWriter, Segment
-from kafkawire.errors import LogError
+from kafkawire.errors import LogError, OffsetOutOfRangeError
 from kafkawire.records import BatchBuilder
 
 TS = 1_700_000_000_000
@@ -36,7 +36,8 @@ def test_compacted_log_with_gaps_and_empty_batches(tmp_path):
         assert seg.batch_at(pos).record_count == 0
         seg, pos = log.locate(16)           # in the gap: the next batch
         assert seg.batch_at(pos).base_offset == 20
-        assert log.locate(36) is None
+        with pytest.raises(OffsetOutOfRangeError, match=r"past the end .* offsets 0\.\.35"):
+            log.locate(36)
         assert log.next_offset == 36
         assert log.offset_for_timestamp(TS + 21) == 22
         assert log.offset_for_timestamp(TS + 36) is None

@@ -410,6 +410,9 @@ def _decode_v2(view, start, end, count, base_offset, base_timestamp, max_timesta
                 if pos != rend:
                     raise _SLOW
             except (_Slow, IndexError, CorruptRecordError, UnicodeDecodeError):
+                # The shared instance must not keep this frame (and through it the caller's
+                # iterators and the maps they read) alive after the decode.
+                _SLOW.__traceback__ = None
                 r, pos = _checked_record(view, rec + shift, end, base_offset, base_timestamp,
                                          max_timestamp, lat, ts_name)
                 pos -= shift

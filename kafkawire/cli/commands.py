@@ -15,10 +15,11 @@ from kafkawire.cli.output import Printer, err
 from kafkawire.cli.paths import PartitionTarget, PathError, resolve
 from kafkawire.cli.progress import Progress
 from kafkawire.compression import decompress
-from kafkawire.errors import CodecNotInstalledError, KafkaWireError
+from kafkawire.errors import (CodecNotInstalledError, CorruptRecordError, KafkaWireError,
+                              OffsetOutOfRangeError)
 from kafkawire.log import files as F
 from kafkawire.log.storage import is_url, map_file, storage_for
-from kafkawire.log.verify import VerifyReport, verify_segment
+from kafkawire.log.verify import VerifyReport, describe_tail, verify_segment
 
 
 def _total_size(files: Sequence[str]) -> int:
@@ -181,6 +182,8 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
             st.bytes += size
             it = kafkawire.iter_batches(f.data)
             consumed = 0
+            reported = 0
+            last = -1
             try:
                 for batch in it:
                     count = batch.record_count
@@ -199,12 +202,35 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
                         count = count or 0
                     st.add_batch(batch, count, unc)
                     consumed = batch.position + batch.size
+                    last = max(last, batch.last_offset)
+                    if bar is not None and consumed - reported >= _PROGRESS_STEP:
+                        bar.advance(consumed - reported)
+                        reported = consumed
             except KafkaWireError as e:
-                st.errors.append(f"{log_path}: {e}")
-            st.invalid_bytes += len(f) - consumed
+                # Invalid bytes at the end are reported below, the same way zero-filled or not.
+                if not (getattr(e, "reason", None) in ("length", "truncated")
+                        and _only_tail_left(f.data, consumed, size)):
+                    st.errors.append(f"{log_path}: {e}")
+            st.invalid_bytes += size - consumed
+            if size > consumed:
+                st.errors.append(f"{log_path}: position {consumed}: "
+                                 + describe_tail(f.data, consumed, size, last)[1])
         if bar is not None:
-            bar.advance(size)
+            bar.advance(size - reported)
     return st
+
+
+#: Bytes between progress updates within a segment.
+_PROGRESS_STEP = 4 << 20
+
+
+def _only_tail_left(data, position: int, end: int) -> bool:
+    """Whether what follows ``position`` is only an end of segment that no batch completes
+    (zeros, or a header whose length runs past the end)."""
+    from kafkawire import _kernels as K
+    from kafkawire import _scan_common as C
+    status = K.scan_batches(data, position, end, 1, False)[2]
+    return K.buffer_is_zero(data, position, end) or status == C.PARTIAL
 
 
 def _partition_metadata(st: PartitionStats) -> None:
@@ -276,18 +302,19 @@ def find(path: str, *, offset: Optional[int] = None, timestamp: Optional[int] = 
             err(f"kafkawire find: offset {target} is below the log start offset "
                 f"{log.start_offset} of {log.path} (deleted by retention or never written here)")
             return 1
-        loc = log.locate(target)
-        if loc is None:
-            held = (f"it holds offsets {log.start_offset}..{log.next_offset - 1}"
-                    if log.next_offset > log.start_offset else "it holds no batches")
-            err(f"kafkawire find: offset {target} is not in {log.path} ({held})")
+        try:
+            segment, position = log.locate(target)
+        except OffsetOutOfRangeError as e:
+            err(f"kafkawire find: {e}")
             return 1
-        segment, position = loc
-        batch = next(iter(kafkawire.iter_batches(segment.buffer, start=position)), None)
-        if batch is None:
-            err(f"kafkawire find: no readable batch at position {position} of {segment.path}")
-            return 1
-        records = batch.records()
+        try:
+            batch = next(iter(kafkawire.iter_batches(segment.buffer, start=position)), None)
+            if batch is None:
+                err(f"kafkawire find: no readable batch at position {position} of {segment.path}")
+                return 1
+            records = batch.records()
+        except CorruptRecordError as e:
+            raise e.at(path=segment.path) from None
         rec = next((r for r in records if r.offset >= target), None)
         if timestamp is not None:
             rec = next((r for r in records if r.offset >= target and r.timestamp >= timestamp),
@@ -346,8 +373,8 @@ def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tr
                 for seg in segments:
                     bar.set_label(os.path.basename(seg.path))
                     prev_last = verify_segment(seg, report, check_indexes=check_indexes,
-                                               deep=deep, prev_last=prev_last)
-                    bar.advance(seg.size)
+                                               deep=deep, prev_last=prev_last,
+                                               progress=bar.advance)
             finally:
                 for c in closer:
                     c.close()
@@ -374,7 +401,13 @@ def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tr
 
 def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = False,
             progress: bool = True) -> int:
-    """Kafka's LogSegment.recover per partition; 0 only when nothing had to be cut or rebuilt."""
+    """Kafka's LogSegment.recover per partition.
+
+    A dry run exits 0 when nothing has to be cut or rebuilt, 1 when something
+    would be (as ``verify``); ``--apply`` exits 0 once every partition was
+    repaired (or was clean), so ``recover --apply && ...`` goes on only with
+    repaired logs; its report says what was removed.
+    """
     for p in paths:
         if is_url(p):
             raise PathError(f"{p}: recover rewrites files in place, so it works on local folders only; "
@@ -397,7 +430,7 @@ def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = Fals
             finally:
                 log.close()
             bar.advance(_total_size(t.log_files()))
-            clean = clean and report.clean
+            clean = clean and (report.clean or apply)
             obj = report.to_dict()
             obj.update(type="recover", partition=t.name, path=t.path)
             out.emit(lambda: f"{t.name}: " + str(report), obj)

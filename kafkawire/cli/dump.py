@@ -22,6 +22,7 @@ from kafkawire.cli import indexdump, jsonout, text
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.progress import Progress
 from kafkawire.errors import CodecNotInstalledError, CorruptRecordError, KafkaWireError
+from kafkawire.log.verify import describe_tail
 from kafkawire.log.storage import storage_for
 
 INT32_MAX = 2 ** 31 - 1
@@ -228,7 +229,9 @@ class Dumper:
         elif suffix == ".txnindex":
             self.status |= indexdump.dump_txn_index(path, self.out)
         else:
-            err(f"Ignoring unknown file {path}")
+            err(f"Ignoring unknown file {path}: not a .log, .index, .timeindex, .txnindex, "
+                ".snapshot or .checkpoint file")
+            self.status = 1
 
     # ----------------------------------------------------------------- log
     def dump_log(self, path: str) -> None:
@@ -251,10 +254,14 @@ class Dumper:
             size = len(f)
             end = min(size, max(o.max_bytes, 0))
             self._valid = 0
+            reported = False
             try:
                 self._walk_log(path, f.data, end)
             except CorruptRecordError as e:
-                err(f"kafkawire: {path}: {_describe(e)}")
+                if not (e.reason == "length" and e.position == self._valid
+                        and _zero(f.data, self._valid, end)):
+                    err(f"kafkawire: {path}: {_describe(e)}")
+                    reported = True
                 self.status = 1
             trailing = end - self._valid
             if trailing > 0 and o.max_bytes >= INT32_MAX:
@@ -262,6 +269,11 @@ class Dumper:
                 self.out.emit(f"Found {trailing} invalid bytes at the end of {name}",
                               {"type": "invalidBytes", "file": path, "position": self._valid,
                                "bytes": trailing})
+                # Invalid bytes at the end are damage, zero-filled or a batch cut short alike.
+                if not reported:
+                    err(f"kafkawire: {path}: position {self._valid}: "
+                        + describe_tail(f.data, self._valid, end, _last_offset(f.data, self._valid))[1])
+                self.status = 1
 
     def _format_mode(self) -> Optional[int]:
         """The ``K.dump_batches`` mode when the compiled formatter can render this dump."""
@@ -418,6 +430,18 @@ def _one_batch_end(data: Any, pos: int, end: int) -> int:
         if length >= 14:
             return min(end, pos + 12 + length)
     return end
+
+
+def _zero(data: Any, start: int, end: int) -> bool:
+    from kafkawire import _kernels as K
+    return bool(K.buffer_is_zero(data, start, end))
+
+
+def _last_offset(data: Any, end: int) -> int:
+    """Last offset of the batches in ``data[:end]`` (-1 when there is none)."""
+    from kafkawire import _kernels as K
+    rows = K.scan_batches(data, 0, end, -1, False)[0]
+    return int(rows[:, 3].max()) if len(rows) else -1
 
 
 def _describe(e: BaseException) -> str:

@@ -35,6 +35,8 @@ class AbortedRanges:
         self._ranges: Dict[int, List[Tuple[int, int]]] = {}
         #: First offset of the earliest transaction still open at the end of the scan, or None.
         self.last_stable_offset: Optional[int] = None
+        #: Producer id -> first offset of each transaction still open at the end of the scan.
+        self.open_transactions: Dict[int, int] = {}
 
     def add(self, producer_id: int, first_offset: int, last_offset: int) -> None:
         """Record an aborted transaction; one overlapping a known range (the same transaction
@@ -99,6 +101,7 @@ def compute(headers_iter: Iterable[HeaderTuple],
             open_txns[pid] = base
     if open_txns:
         out.last_stable_offset = min(open_txns.values())
+    out.open_transactions = dict(open_txns)
     return out
 
 

@@ -8,11 +8,13 @@ segments and bytes it started with.
 from __future__ import annotations
 
 import bisect
+import gc
 import itertools
 import os
+import weakref
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
-from kafkawire.errors import LogError
+from kafkawire.errors import LogError, OffsetOutOfRangeError, PathError
 from kafkawire.log import files as F
 from kafkawire.log import isolation as I
 from kafkawire.log.recover import RecoverReport, recover_log
@@ -43,6 +45,8 @@ class Log:
         self.topic: Optional[str] = parsed[0] if parsed else None
         self.partition: Optional[int] = parsed[1] if parsed else None
         self._snapshot: Tuple[Tuple[Segment, ...], List[int]] = ((), [])
+        # Every Segment this Log opened that is still alive (readers may hold old snapshots).
+        self._opened: "weakref.WeakSet[Segment]" = weakref.WeakSet()
         self.refresh()
 
     @classmethod
@@ -54,6 +58,15 @@ class Log:
         if not storage.isdir(path):
             raise LogError(f"{path} is not a directory; give a partition folder like "
                            "/var/lib/kafka/data/orders-0")
+        if not F.has_segments(path, storage):
+            inside = [p for p, key in F.find_partitions(path, storage)
+                      if key is not None and p != path]
+            if inside:
+                names = ", ".join(os.path.basename(p) for p in inside[:3])
+                more = ", ..." if len(inside) > 3 else ""
+                raise PathError(f"{path} is a log.dirs folder holding {len(inside)} partition "
+                                f"folder(s) ({names}{more}), not a partition: open one of them "
+                                f"with Log.open, or them all with LogDir.open({path!r})")
         return cls(path, storage=storage)
 
     def refresh(self) -> None:
@@ -72,6 +85,7 @@ class Log:
             # (a kept segment has the same files, so its .log exists)
             if seg is None or seg.files != sf or seg.size != self.storage.size(cast(str, sf.log)):
                 seg = Segment(sf, storage=self.storage)
+                self._opened.add(seg)
             segs.append(seg)
         self.segments = tuple(segs)
 
@@ -88,6 +102,19 @@ class Log:
     def close(self) -> None:
         for seg in self.segments:
             seg.close()
+
+    def release_maps(self) -> List[str]:
+        """Unmap every segment this Log opened (in any snapshot), unless a reader is still
+        reading one; the paths still in use (an unfinished record iterator, a batch
+        kept): empty when every map is gone.  Nothing is unmapped while an iterator runs."""
+        opened = list(self._opened)
+        if any(seg.readers for seg in opened):
+            # An iterator may be kept only by a reference cycle (an error's traceback).
+            gc.collect()
+            busy = {seg.path for seg in opened if seg.readers}
+            if busy:
+                return sorted(busy)
+        return sorted({seg.path for seg in opened if not seg.close()})
 
     def __enter__(self) -> "Log":
         return self
@@ -131,14 +158,33 @@ class Log:
                 return segs, i, found[0]
         return None
 
-    def locate(self, offset: int) -> Optional[Tuple[Segment, int]]:
-        """``(segment, position)`` of the first batch whose last offset is >= ``offset``."""
+    def locate(self, offset: int) -> Tuple[Segment, int]:
+        """``(segment, position)`` of the first batch whose last offset is >= ``offset``.
+
+        Raises :class:`~kafkawire.errors.OffsetOutOfRangeError`, stating the log's
+        range, when no batch reaches ``offset`` (at or past the log end offset), and
+        for an offset below the log start offset (deleted by retention, or never here).
+        """
         segs, bases = self._snapshot
-        for i in range(max(bisect.bisect_right(bases, offset) - 1, 0), len(segs)):
-            found = segs[i].locate(offset)
-            if found is not None:
-                return segs[i], found[0]
-        return None
+        if segs and offset >= segs[0].base_offset:
+            for i in range(max(bisect.bisect_right(bases, offset) - 1, 0), len(segs)):
+                found = segs[i].locate(offset)
+                if found is not None:
+                    return segs[i], found[0]
+        raise OffsetOutOfRangeError(self._not_here(offset))
+
+    def _not_here(self, offset: int) -> str:
+        start, end = self.start_offset, self.next_offset
+        if end <= start:
+            return f"offset {offset} is not in {self.path}: it holds no batches"
+        held = f"it holds offsets {start}..{end - 1}"
+        if offset < start:
+            return (f"offset {offset} is not in {self.path}: it is below the log start offset "
+                    f"({held}; earlier offsets were deleted by retention or never written here)")
+        if offset >= end:
+            return f"offset {offset} is not in {self.path}: it is past the end ({held})"
+        return (f"no readable batch holds offset {offset} in {self.path} ({held}); a segment "
+                "may be damaged: run verify")
 
     def find_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
         """``(offset, timestamp)`` of the first record whose timestamp is >= ``timestamp``.
@@ -285,10 +331,15 @@ class Log:
             seg = segs[k]
             if seg.base_offset >= e:
                 return
-            yield from iter_column_chunks(seg.buffer, start=pos if k == first else 0,
-                                          end=seg.size, start_offset=s,
-                                          end_offset=None if e == _INF else int(e),
-                                          include_headers=include_headers, max_records=max_records)
+            seg.readers += 1
+            try:
+                yield from iter_column_chunks(seg.buffer, start=pos if k == first else 0,
+                                              end=seg.size, start_offset=s,
+                                              end_offset=None if e == _INF else int(e),
+                                              include_headers=include_headers,
+                                              max_records=max_records)
+            finally:
+                seg.readers -= 1
 
     # -- checking -----------------------------------------------------------
     def verify(self, *, check_indexes: bool = True, deep: bool = False) -> VerifyReport:
@@ -296,5 +347,12 @@ class Log:
         return verify_log(self, check_indexes=check_indexes, deep=deep)
 
     def recover(self, apply: bool = False, **kwargs: Any) -> RecoverReport:
-        """Kafka's ``LogSegment.recover`` over every segment (dry run unless ``apply``)."""
+        """Kafka's ``LogSegment.recover`` over every segment (dry run unless ``apply``).
+
+        The report says what is (or would be) removed: bytes, offset ranges and
+        records (see :class:`~kafkawire.log.recover.RecoverReport`).  Applying takes
+        the folder's lock (``LogLockedError`` while a ``LogWriter`` or another
+        recovery holds it) and is refused with ``LogInUseError`` while an iterator or
+        batch of this ``Log`` still views a segment: finish or drop readers first.
+        """
         return recover_log(self, apply=apply, **kwargs)

@@ -55,6 +55,8 @@ class Segment:
         self.storage = storage or storage_for(files.log)
         self._mapped: Union[MappedFile, RemoteFile, None] = None
         self._buf: Union[None, bytes, bytearray, mmap.mmap] = None   # the mapped bytes, once mapped
+        #: Iterators reading this segment's map right now (a recovery must not truncate under them).
+        self.readers = 0
         if size is None:
             size = self._stat()
         self.size = size
@@ -103,14 +105,18 @@ class Segment:
         self._reset()
         return True
 
-    def close(self) -> None:
-        self._unmap()
+    def close(self) -> bool:
+        """Unmap the ``.log`` (it is mapped again if read again); False when a reader still
+        holds batches or records viewing the map, which then lives until they go."""
+        return self._unmap()
 
-    def _unmap(self) -> None:
+    def _unmap(self) -> bool:
         self._buf = None
+        closed = True
         if self._mapped is not None:
-            self._mapped.close()
+            closed = self._mapped.close() is not False   # a remote file's copy always goes
             self._mapped = None
+        return closed
 
     def __enter__(self) -> "Segment":
         return self
@@ -251,6 +257,7 @@ class Segment:
         """Batch objects from ``start_position``; a trailing partial batch ends iteration."""
         buf = self.buffer
         end = self.size if end_position is None else min(end_position, self.size)
+        self.readers += 1
         try:
             yield from iter_batches(buf, start=start_position, end=end, verify_crc=verify_crc)
         except CorruptRecordError as exc:
@@ -261,6 +268,8 @@ class Segment:
                     and K.buffer_is_zero(buf, exc.position, end)):
                 return
             raise exc.at(path=self.path) from None
+        finally:
+            self.readers -= 1
 
     def batch_at(self, position: int) -> Batch:
         """The batch object starting at ``position``."""

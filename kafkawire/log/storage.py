@@ -94,11 +94,13 @@ class MappedFile:
     def __len__(self) -> int:
         return self.size
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Unmap; True when the map is gone, False when views exported from it (batches,
+        records, memoryviews a reader still holds) keep it alive until the last goes."""
         mm, self._mm = self._mm, None
         self.data = b""
         if mm is None:
-            return
+            return True
         try:
             mm.close()
         except BufferError:
@@ -109,7 +111,8 @@ class MappedFile:
             try:
                 mm.close()
             except BufferError:
-                pass
+                return False
+        return True
 
     def __enter__(self) -> "MappedFile":
         return self

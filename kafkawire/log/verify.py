@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
-from kafkawire.errors import CodecNotInstalledError, KafkaWireError
+from kafkawire.errors import CodecNotInstalledError, IndexCorruptError, KafkaWireError
 from kafkawire.log.index import load_offset_index, load_time_index
 
 if TYPE_CHECKING:
@@ -107,9 +108,26 @@ class VerifyReport:
         return head + f"{len(self.problems)} problem(s)\n" + "\n".join(f"  {p}" for p in self.problems)
 
 
+#: Bytes checked per scan call (progress is reported after each call).
+_VERIFY_WINDOW = 4 << 20
+
+
 def verify_segment(seg: Segment, report: VerifyReport, *, check_indexes: bool = True,
-                   deep: bool = False, prev_last: int = -1) -> int:
-    """Check one segment into ``report``; return its last offset (for the next segment)."""
+                   deep: bool = False, prev_last: int = -1,
+                   progress: Optional[Callable[[int], None]] = None) -> int:
+    """Check one segment into ``report``; return its last offset (for the next segment).
+
+    ``progress(n)`` is called as the check moves on by ``n`` bytes (the whole segment's
+    size in total), so a caller can show progress within a large segment.
+    """
+    done = 0
+
+    def moved(to: int) -> None:
+        nonlocal done
+        if progress is not None and to > done:
+            progress(to - done)
+            done = to
+
     path = seg.path
     report.segments += 1
     report.bytes += seg.size
@@ -121,7 +139,13 @@ def verify_segment(seg: Segment, report: VerifyReport, *, check_indexes: bool = 
     max_ts: List[int] = []
     pos = 0
     while pos < seg.size:
-        rows, stop, status = seg.scan(pos, -1, -1, True)
+        end = min(pos + _VERIFY_WINDOW, seg.size)
+        rows, stop, status = seg.scan(pos, end, -1, True)
+        if status == C.PARTIAL and end < seg.size:
+            if len(rows):
+                status = C.OK      # the window cut a batch: the next window starts with it
+            else:                  # one batch larger than the window
+                rows, stop, status = seg.scan(pos, -1, 1, True)
         for r in rows.tolist():
             p, magic, base, last, attrs = r[C.POSITION], r[C.MAGIC], r[C.BASE_OFFSET], r[C.LAST_OFFSET], r[C.ATTRIBUTES]
             report.batches += 1
@@ -151,9 +175,18 @@ def verify_segment(seg: Segment, report: VerifyReport, *, check_indexes: bool = 
             bases.append(-1 if compressed_legacy else first)
             max_ts.append(r[C.MAX_TIMESTAMP])
         if status == C.OK:
-            break
+            if stop <= pos or stop >= seg.size:
+                break
+            pos = stop
+            moved(pos)
+            continue
         kind, text = STATUS_TEXT.get(status, ("corrupt", "unreadable batch"))
-        report.add(path, stop, _offset_at(seg, stop), kind, text)
+        offset = _offset_at(seg, stop)
+        if status in (C.CORRUPT_LENGTH, C.PARTIAL):
+            zero, tail = describe_tail(seg.buffer, stop, seg.size, prev_last)
+            if zero:
+                offset, text = None, tail   # zeros hold no offset: the text says where the log ends
+        report.add(path, stop, offset, kind, text)
         if status == C.CRC_MISMATCH:
             nxt = stop + 12 + int.from_bytes(seg.buffer[stop + 8:stop + 12], "big")
             if nxt <= stop or nxt > seg.size:
@@ -163,7 +196,36 @@ def verify_segment(seg: Segment, report: VerifyReport, *, check_indexes: bool = 
         break
     if check_indexes:
         check_segment_indexes(seg, report, starts, bases, lasts, max_ts)
+        _check_txn_index(seg, report)
+    moved(seg.size)
     return prev_last
+
+
+def _check_txn_index(seg: Segment, report: VerifyReport) -> None:
+    """Report a ``.txnindex`` that cannot be read (recover rebuilds it from the log)."""
+    path = seg.files.txnindex
+    if path is None:
+        return
+    try:
+        seg.aborted_transactions()
+    except IndexCorruptError as exc:
+        msg = str(exc)
+        if msg.startswith(path + ": "):
+            msg = msg[len(path) + 2:]
+        report.add(path, None, None, "txnindex", msg)
+
+
+def describe_tail(buf: Any, position: int, end: int, last_offset: Optional[int]) -> Tuple[bool, str]:
+    """``(zero_filled, text)`` for the invalid bytes ``buf[position:end]`` at the end of a
+    segment whose last readable batch ends at ``last_offset`` (-1 or None: no batch)."""
+    n = end - position
+    after = (f"after offset {last_offset}" if last_offset is not None and last_offset >= 0
+             else "before any batch")
+    if n > 0 and K.buffer_is_zero(buf, position, end):
+        return True, (f"zero-filled tail: {n} bytes of zeros {after} (space preallocated, or "
+                      "data lost in a crash before it reached the disk; recover cuts it)")
+    return False, (f"{n} invalid bytes at the end of the segment {after}: an incomplete "
+                   "batch (a write cut short) or a damaged length field; recover cuts them")
 
 
 def _offset_at(seg: Segment, pos: int) -> Optional[int]:

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional,
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
-from kafkawire.errors import LogError
+from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log import files as F
+from kafkawire.log import isolation as I
 from kafkawire.log.index import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_BYTES,
                                  NO_TIMESTAMP, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder,
                                  pack_offset_entry, pack_time_entry)
+from kafkawire.log.lock import FolderLock
 from kafkawire.log.log import Log
 from kafkawire.log.txnindex import AbortedTxn, pack_txn_entry
 from kafkawire.records import (BatchBuilder, RecordBatch, control_batch, iter_batches,
@@ -38,6 +40,8 @@ Bytes = Union[bytes, bytearray, memoryview]
 _INT32_MAX = 0x7FFFFFFF
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000
+_V2_KNOWN_ATTRS = 0x7F
+_LEGACY_KNOWN_ATTRS = {0: 0x07, 1: 0x0F}
 
 
 def _pwrite(fd: int, data: bytes, position: int) -> int:
@@ -126,6 +130,49 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def _refuse(batch: Any, message: str, reason: str) -> None:
+    raise CorruptRecordError(f"{message}; nothing was written", position=batch.position,
+                             offset=batch.base_offset, reason=reason)
+
+
+def validate_batches(data: bytes, produced: bool = True) -> None:
+    """Check every batch of ``data`` as a broker checks an append; CorruptRecordError
+    (naming the batch's position) for the first that fails.
+
+    Always (a follower's checks): CRC; known magic and attribute bits (codecs 0-4 for
+    v2, 0-3 for v0/v1); the records present match the record count and lie in the
+    batch's offset range; v0/v1 wrappers' inner messages decompress, none nested.
+    ``produced`` (offsets to be assigned, as ``LogValidator`` checks a produce
+    request): also a v2 record count above zero equal to the offset range, with
+    consecutive record offsets.  Data copied with its offsets (a compacted log) may
+    have gaps and empty batches.
+    """
+    for batch in iter_batches(data, verify_crc=True):
+        attrs = batch.attributes
+        if batch.magic == 2:
+            if attrs & ~_V2_KNOWN_ATTRS or (attrs & C.COMPRESSION_MASK) > 4:
+                _refuse(batch, f"invalid v2 attributes 0x{attrs:04x}", "attributes")
+            count = batch.record_count or 0
+            if produced and count <= 0:
+                _refuse(batch, f"invalid record count {count}", "count")
+            if produced and batch.last_offset - batch.base_offset + 1 != count:
+                _refuse(batch, f"record count {count} does not match the offset range "
+                        f"{batch.base_offset}..{batch.last_offset}", "count")
+        elif attrs & ~_LEGACY_KNOWN_ATTRS[batch.magic] or (attrs & C.LEGACY_COMPRESSION_MASK) > 3:
+            _refuse(batch, f"invalid magic-{batch.magic} attributes 0x{attrs:02x}", "attributes")
+        try:
+            batch.validate()
+            consecutive = (not produced or batch.magic != 2 or
+                           [r.offset for r in batch.records()]
+                           == list(range(batch.base_offset, batch.last_offset + 1)))
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"{exc.message}; nothing was written", position=batch.position,
+                                     offset=batch.base_offset, reason=exc.reason) from None
+        if not consecutive:
+            _refuse(batch, "record offsets are not consecutive from the batch's base offset",
+                    "offset")
+
+
 class LogWriter:
     """Appends to the partition folder ``path`` (created if missing).
 
@@ -135,7 +182,18 @@ class LogWriter:
     :meth:`close`.
 
     One writer per folder, used from one thread at a time (like a broker's
-    partition lock); readers in any process may read concurrently.
+    partition lock): the folder's ``.lock`` is held from opening to
+    :meth:`close` (see :mod:`kafkawire.log.lock`), so a second writer, a
+    ``recover --apply`` or a broker running on the folder's ``log.dirs`` is
+    refused at once with ``LogLockedError``.  Readers in any process may read
+    concurrently.  Transactions left open in the log are picked up on
+    opening: a later abort marker is recorded in ``.txnindex`` as the broker
+    records it.
+
+    Each appended batch is checked as a broker's ``LogValidator`` checks a
+    produce request (CRC, sizes, record count against the records and the
+    offset range, magic and attribute bits); a batch that fails is refused
+    with ``CorruptRecordError`` and nothing of the append is written.
 
     ``segment_bytes``, ``segment_ms``, ``index_interval_bytes`` and
     ``max_index_bytes`` mean what the broker's ``segment.bytes``,
@@ -176,7 +234,12 @@ class LogWriter:
         os.makedirs(self.path, exist_ok=True)
         self.recovery: Optional[RecoverReport] = None
         self.next_offset = start_offset
-        self._resume()
+        self._lock = FolderLock(self.path, "LogWriter")
+        try:
+            self._resume()
+        except BaseException:
+            self._lock.release()
+            raise
         self._synced()
 
     # -- lifecycle ------------------------------------------------------------
@@ -187,11 +250,14 @@ class LogWriter:
             return
         log = Log.open(self.path)
         try:
-            self.recovery = log.recover(apply=True, index_interval_bytes=self.index_interval_bytes)
+            self.recovery = log.recover(apply=True, index_interval_bytes=self.index_interval_bytes,
+                                        lock=False)
             last = log.segments[-1]
             self.next_offset = max(log.next_offset, self.next_offset)
             base = last.base_offset
             rows = last.headers()
+            # Transactions still open at the end of the log: their abort must reach .txnindex.
+            self._open_txns = I.scan_aborted(log.segments, 0, None).open_transactions
         finally:
             log.close()
         seg = self._open_segment(base, existing=True)
@@ -248,8 +314,11 @@ class LogWriter:
     def close(self) -> None:
         if self.closed:
             return
-        self._seg.close()
-        self.closed = True
+        try:
+            self._seg.close()
+        finally:
+            self.closed = True
+            self._lock.release()
 
     def __enter__(self) -> "LogWriter":
         return self
@@ -348,10 +417,14 @@ class LogWriter:
 
     def _prepare(self, raw: Bytes, next_offset: int, assign: bool) -> Tuple[bytes, HeaderRows, int]:
         data = bytes(raw)
-        rows, stop, status = K.scan_batches(data, 0, len(data), -1, False)
+        rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
+        if status == C.CRC_MISMATCH:
+            raise CorruptRecordError("CRC mismatch: the batch's bytes changed after it was built; "
+                                     "nothing was written", position=stop, reason="crc")
         if status != C.OK or stop != len(data) or len(rows) == 0:
             raise LogError(f"not a complete batch or message set ({C.STATUS_NAMES[status]} at byte "
                            f"{stop} of {len(data)}); build batches with kafkawire.records.BatchBuilder")
+        validate_batches(data, produced=assign)
         first = int(rows[0, C.BASE_OFFSET])
         if rows[0, C.MAGIC] < 2 and rows[0, C.RECORD_COUNT] < 0:
             # A compressed wrapper carries its last inner offset; the first needs decompression.
