@@ -9,7 +9,7 @@ from kafkawire import _kernels
 
 if TYPE_CHECKING:
     # What type checkers see; at run time these load on first use (``__getattr__``).
-    from kafkawire.client import Client, Producer
+    from kafkawire.client import Client, Consumer, Producer
     from kafkawire.log import Log, LogDir, LogWriter, Segment
     from kafkawire.records import BatchBuilder, RecordBatch, iter_batches
     from kafkawire.records._types import Record
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = ["iter_batches", "Record", "RecordBatch", "BatchBuilder", "Log", "LogDir", "Segment",
-           "LogWriter", "Client", "Producer", "backend", "errors", "__version__"]
+           "LogWriter", "Client", "Producer", "Consumer", "backend", "errors", "__version__"]
 
 _LAZY = {
     "iter_batches": ("kafkawire.records", "iter_batches"),

@@ -19,7 +19,7 @@ import collections
 import logging
 import select
 import time
-from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import kafkawire
 from kafkawire import _kernels as K
@@ -37,17 +37,24 @@ log = logging.getLogger("kafkawire.client.fetcher")
 _OFFSET_OUT_OF_RANGE = 1
 
 
-class ConsumerRecord(collections.namedtuple(
-        "ConsumerRecord", "topic partition offset timestamp timestamp_type key value headers "
-                          "leader_epoch")):
+class ConsumerRecord(NamedTuple):
     """One record as the consumer hands it out (an immutable named tuple).
 
     ``timestamp_type`` is ``"CreateTime"`` or ``"LogAppendTime"``;
     ``headers`` a tuple of ``(str, bytes | None)`` pairs; ``leader_epoch`` the
-    partition leader epoch the record was written in (-1 when unknown).
+    partition leader epoch the record was written in (-1 when unknown). ``key`` and
+    ``value`` are bytes (or None), or what the consumer's deserializers return.
     """
 
-    __slots__ = ()
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: str
+    key: Any
+    value: Any
+    headers: Tuple[Tuple[str, Optional[bytes]], ...]
+    leader_epoch: int
 
 
 _new = tuple.__new__

@@ -141,6 +141,18 @@ def producer_types(bootstrap: str) -> None:
     producer.close()
 
 
+def consumer_types(bootstrap: str) -> None:
+    """What an editor knows about the consumer (not run: it needs a cluster)."""
+    with kafkawire.Consumer(bootstrap, group_id="readers") as consumer:
+        consumer.subscribe(["orders"])
+        records = consumer.poll(timeout_ms=100)
+        if TYPE_CHECKING:
+            reveal_type(consumer)
+            reveal_type(records[0].offset)
+            reveal_type(records[0].headers)
+            reveal_type(consumer.assignment())
+
+
 def main() -> None:
     data = build_batch([b"x", b"y"])
     assert read_batches(data) == [(0, b"x"), (1, b"y")]
