@@ -160,6 +160,7 @@ def test_missing_pyspark_names_the_spark_extra():
         import kafkawire.spark as ks
         calls = (lambda: ks.register(None), lambda: ks.make_session(),
                  lambda: __import__("pyspark_kafkawire"),
-                 lambda: __import__("kafkawire.spark.source"))
+                 lambda: __import__("kafkawire.spark.source"),
+                 lambda: __import__("kafkawire.spark.sink"))
         """ + _TRY_CALLS)
-    _expect_hints(rc, out, err, 4)
+    _expect_hints(rc, out, err, 5)

@@ -25,14 +25,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
-
+from kafkawire._deps import require
+from kafkawire._format import CODEC_NAMES
 from kafkawire.log import Log, LogWriter
 from kafkawire.records import BatchBuilder
 from kafkawire.spark.options import OptionError, _bool, _int, _size, log
 
+_ds = require("pyspark.sql.datasource", "spark", "Writing with the Spark data source")
+DataSourceArrowWriter = _ds.DataSourceArrowWriter
+WriterCommitMessage = _ds.WriterCommitMessage
+
 TEMPORARY = "_kafkawire_temporary"
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+CODECS = CODEC_NAMES
 
 #: write option (lower-cased) -> one-line help.
 WRITE_OPTIONS = {
