@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _run(src: str, backend: str, **env) -> subprocess.CompletedProcess:
     full_env = dict(os.environ, KAFKAWIRE_BACKEND=backend, **env)
-    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    if os.environ.get("KAFKAWIRE_TEST_INSTALLED") != "1":   # a checkout: import it, not a wheel
+        full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(src)], capture_output=True,
                           text=True, env=full_env, timeout=120)
 
@@ -167,7 +168,8 @@ def test_reentering_the_iterator_from_a_finalizer_is_safe(mode):
         for calls in (1, 2, 3):
             for hold in ("0", "1"):
                 full_env = dict(os.environ, KAFKAWIRE_BACKEND=backend)
-                full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+                if os.environ.get("KAFKAWIRE_TEST_INSTALLED") != "1":   # a checkout: import it, not a wheel
+                    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
                 r = subprocess.run([sys.executable, "-c", textwrap.dedent(REENTER), mode,
                                     str(calls), hold], capture_output=True, text=True,
                                    env=full_env, timeout=120)

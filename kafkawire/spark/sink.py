@@ -161,6 +161,12 @@ class KafkaWireWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.job = uuid.uuid4().hex
         self.staging = os.path.join(wo.path, TEMPORARY, self.job)
+        # The job's marker: abort removes it, so a task still running when the job fails
+        # finds it gone after its last write and removes what it staged.
+        os.makedirs(self.staging, exist_ok=True)
+        self.marker = os.path.join(self.staging, ".job")
+        with open(self.marker, "wb"):
+            pass
 
     def write(self, iterator) -> StagedTask:
         from pyspark import TaskContext
@@ -202,9 +208,16 @@ class KafkaWireWriter(DataSourceArrowWriter):
                     ms = None if ts is None else int(ts.timestamp() * 1000)
                     hs = [(h["key"], _bytes(h["value"])) for h in headers[i]] if headers[i] else ()
                     part.add(key, _bytes(values[i]), ms, hs)
-        finally:
+        except BaseException:
             for part in parts.values():
                 part.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        for part in parts.values():
+            part.close()
+        if not os.path.exists(self.marker):       # the job was aborted while this task ran
+            self._clean()
+            raise OptionError(f"the write job {self.job} was aborted; task {pid} staged nothing")
         return StagedTask(pid, folder, {tp: p.records for tp, p in parts.items()})
 
     def commit(self, messages: List[Optional[StagedTask]]) -> None:
