@@ -114,6 +114,21 @@ def test_apply_renames_then_removes(tmp_path):
         plan.apply()
 
 
+def test_apply_is_refused_while_a_writer_holds_the_folder(tmp_path):
+    """Retention changes the folder, so it takes the folder's lock as writers do: with a
+    LogWriter open it is refused at once and nothing is renamed."""
+    from kafkawire.errors import LogLockedError
+    d = _write(tmp_path / "t-0")
+    before = sorted(os.listdir(d))
+    plan = plan_retention(d, log_start_offset=20)
+    with LogWriter(d):
+        with pytest.raises(LogLockedError, match="locked"):
+            plan.apply()
+    assert sorted(os.listdir(d)) == before
+    plan.apply()
+    assert F.list_partition(d).segments[0].base_offset == 20
+
+
 def test_delayed_removal_happens(tmp_path):
     d = _write(tmp_path / "t-0", n=20)
     plan_retention(d, log_start_offset=10).apply(file_delete_delay_ms=50)

@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from kafkawire import _scan_common as C
 from kafkawire.errors import LogError
 from kafkawire.log import files as F
+from kafkawire.log.lock import FolderLock
 from kafkawire.log.log import Log
 from kafkawire.log.segment import Segment
 from kafkawire.log.writer import _fsync_dir
@@ -117,14 +118,15 @@ class RetentionPlan:
             raise LogError(f"{self.path}: this retention plan was already applied")
         if file_delete_delay_ms < 0:
             raise ValueError("file_delete_delay_ms must be >= 0")
-        self._keep_readers_whole()
         renamed: List[str] = []
-        for d in self.deletions:
-            for path in d.files:
-                target = path + DELETED_SUFFIX
-                os.replace(path, target)
-                renamed.append(target)
-        _fsync_dir(self.path)
+        with FolderLock(self.path, "retention --apply"):
+            self._keep_readers_whole()
+            for d in self.deletions:
+                for path in d.files:
+                    target = path + DELETED_SUFFIX
+                    os.replace(path, target)
+                    renamed.append(target)
+            _fsync_dir(self.path)
         self.applied = True
         log.info("%s: %s", self.path, self)
         if self._log is not None:
