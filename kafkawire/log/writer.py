@@ -15,6 +15,7 @@ rolling flush too.
 from __future__ import annotations
 
 import os
+import random
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -56,7 +57,7 @@ class _ActiveSegment:
     """The segment being appended to: open descriptors plus LogSegment's index state."""
 
     def __init__(self, folder: str, base_offset: int, interval: int, max_index_bytes: int,
-                 created_ms: int) -> None:
+                 created_ms: int, roll_jitter_ms: int = 0) -> None:
         self.base_offset = base_offset
         stem = os.path.join(folder, F.segment_file_name(base_offset, ""))
         self.log_path = stem + F.LOG_SUFFIX
@@ -72,11 +73,21 @@ class _ActiveSegment:
         self.max_time_entries = max_index_bytes // TIME_ENTRY_SIZE
         self.builder = IndexBuilder(base_offset, interval)
         self.created_ms = created_ms
-        self.rolling_ts = NO_TIMESTAMP   # max timestamp of the first batch (Kafka's rollingBasedTimestamp)
+        self.roll_jitter_ms = roll_jitter_ms
+        # The first batch's max timestamp (Kafka's rollingBasedTimestamp; NO_TIMESTAMP for a
+        # batch without one), None until the segment has a batch.
+        self.rolling_ts: Optional[int] = None
         self.dirty = False
         # Preallocate the indexes zero-filled, as a broker does for its active segment.
         os.ftruncate(self.index_fd, self.max_offset_entries * OFFSET_ENTRY_SIZE)
         os.ftruncate(self.time_fd, self.max_time_entries * TIME_ENTRY_SIZE)
+
+    def time_waited_for_roll(self, now: int, max_ts: int) -> int:
+        """Kafka's ``LogSegment.timeWaitedForRoll``: from the first batch's timestamp to the
+        append's, or, when the first batch has none, from the segment's creation to now."""
+        if self.rolling_ts is not None and self.rolling_ts >= 0:
+            return max_ts - self.rolling_ts
+        return now - self.created_ms
 
     @property
     def index_full(self) -> bool:
@@ -195,9 +206,19 @@ class LogWriter:
     offset range, magic and attribute bits); a batch that fails is refused
     with ``CorruptRecordError`` and nothing of the append is written.
 
-    ``segment_bytes``, ``segment_ms``, ``index_interval_bytes`` and
-    ``max_index_bytes`` mean what the broker's ``segment.bytes``,
-    ``segment.ms``, ``index.interval.bytes`` and ``segment.index.bytes`` mean.
+    ``segment_bytes``, ``segment_ms``, ``segment_jitter_ms``,
+    ``index_interval_bytes`` and ``max_index_bytes`` mean what the broker's
+    ``segment.bytes``, ``segment.ms``, ``segment.jitter.ms``,
+    ``index.interval.bytes`` and ``segment.index.bytes`` mean.  A segment
+    rolls before an append (Kafka's ``LogSegment.shouldRoll``) when the append
+    would take it past ``segment_bytes``; when the append's largest timestamp
+    is more than ``segment_ms`` minus the segment's jitter after its first
+    batch's (or, if that batch has no timestamp, when the segment was created
+    more than that long ago by ``clock``); when its offset or time index is
+    full; or when the append's last offset is more than 2**31-1 above the
+    segment's base offset.  Each segment's jitter is drawn from ``rng``
+    (uniform below ``min(segment_jitter_ms, segment_ms)``), as the broker
+    spreads the rolls of its partitions.
 
     ``flush_messages`` and ``flush_ms`` are the broker's ``flush.messages``
     and ``flush.ms``: after an append that leaves that many offsets, or that
@@ -207,11 +228,12 @@ class LogWriter:
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 segment_ms: int = DEFAULT_SEGMENT_MS,
+                 segment_ms: int = DEFAULT_SEGMENT_MS, segment_jitter_ms: int = 0,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES, start_offset: int = 0,
                  flush_messages: Optional[int] = None, flush_ms: Optional[int] = None,
-                 clock: Optional[Callable[[], int]] = None) -> None:
+                 clock: Optional[Callable[[], int]] = None,
+                 rng: Optional[random.Random] = None) -> None:
         self.path = os.path.abspath(os.fspath(path))
         if segment_bytes < 64:
             raise ValueError("segment_bytes must be at least 64")
@@ -222,7 +244,13 @@ class LogWriter:
         if flush_ms is not None and flush_ms < 0:
             raise ValueError("flush_ms must be >= 0 (or None)")
         self.segment_bytes = segment_bytes
+        if segment_ms < 1:
+            raise ValueError("segment_ms must be at least 1")
+        if segment_jitter_ms < 0:
+            raise ValueError("segment_jitter_ms must be >= 0")
         self.segment_ms = segment_ms
+        self.segment_jitter_ms = segment_jitter_ms
+        self._rng = rng or random.Random()
         self.flush_messages = flush_messages
         self.flush_ms = flush_ms
         self.index_interval_bytes = index_interval_bytes
@@ -264,7 +292,7 @@ class LogWriter:
         for r in rows.tolist():
             seg.builder.append(r[C.POSITION], r[C.SIZE], r[C.LAST_OFFSET], r[C.MAX_TIMESTAMP],
                                r[C.LAST_OFFSET])
-            if seg.rolling_ts == NO_TIMESTAMP:
+            if seg.rolling_ts is None:
                 seg.rolling_ts = r[C.MAX_TIMESTAMP]
         for i, entry in enumerate(seg.builder.offset_entries):
             _pwrite(seg.index_fd, pack_offset_entry(base, *entry), i * OFFSET_ENTRY_SIZE)
@@ -272,8 +300,12 @@ class LogWriter:
             _pwrite(seg.time_fd, pack_time_entry(base, *entry), i * TIME_ENTRY_SIZE)
 
     def _open_segment(self, base_offset: int, existing: bool = False) -> _ActiveSegment:
+        jitter = 0
+        if self.segment_jitter_ms:
+            # Kafka's LogConfig.randomSegmentJitter, drawn per segment.
+            jitter = self._rng.randrange(min(self.segment_jitter_ms, self.segment_ms))
         self._seg = _ActiveSegment(self.path, base_offset, self.index_interval_bytes,
-                                   self.max_index_bytes, self._clock())
+                                   self.max_index_bytes, self._clock(), jitter)
         if not existing:
             _fsync_dir(self.path)
         return self._seg
@@ -358,11 +390,10 @@ class LogWriter:
             raise ValueError("append_batches needs at least one batch")
         payload = b"".join(parts)
         last_offset = next_offset - 1
-        max_ts, offset_of_max, first_max_ts = NO_TIMESTAMP, last_offset, NO_TIMESTAMP
+        max_ts, offset_of_max = NO_TIMESTAMP, last_offset
+        first_max_ts = int(rows_all[0][0, C.MAX_TIMESTAMP])   # the first batch's, even if none
         for rows in rows_all:
             for r in rows.tolist():
-                if first_max_ts == NO_TIMESTAMP:
-                    first_max_ts = r[C.MAX_TIMESTAMP]
                 if r[C.MAX_TIMESTAMP] > max_ts:
                     max_ts, offset_of_max = r[C.MAX_TIMESTAMP], r[C.LAST_OFFSET]
         self._maybe_roll(len(payload), first_offset, last_offset, max_ts)
@@ -374,7 +405,7 @@ class LogWriter:
                            "the disk may be full — run recover before appending again")
         seg.size += len(payload)
         seg.dirty = True
-        if seg.rolling_ts == NO_TIMESTAMP:
+        if seg.rolling_ts is None:
             seg.rolling_ts = first_max_ts
         off_entry, time_entry = seg.builder.append(position, len(payload), last_offset, max_ts,
                                                    offset_of_max)
@@ -449,10 +480,9 @@ class LogWriter:
             if last_offset - seg.base_offset > _INT32_MAX:
                 self._restart_empty(first_offset)
             return
-        waited = (max_ts - seg.rolling_ts if seg.rolling_ts >= 0 and max_ts >= 0
-                  else self._clock() - seg.created_ms)
-        if (seg.size + size > self.segment_bytes or waited > self.segment_ms or seg.index_full
-                or last_offset - seg.base_offset > _INT32_MAX):
+        waited = seg.time_waited_for_roll(self._clock(), max_ts)
+        if (seg.size + size > self.segment_bytes or waited > self.segment_ms - seg.roll_jitter_ms
+                or seg.index_full or last_offset - seg.base_offset > _INT32_MAX):
             seg.close()
             self._synced()
             self._open_segment(first_offset)
