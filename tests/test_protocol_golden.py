@@ -24,7 +24,7 @@ APIS = ["Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFe
         "FindCoordinator", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups",
         "ListGroups", "SaslHandshake", "ApiVersions", "CreateTopics", "DeleteTopics",
         "InitProducerId", "SaslAuthenticate", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
-        "TxnOffsetCommit"]
+        "TxnOffsetCommit", "DeleteGroups"]
 NAMES = [a + s for a in APIS for s in ("Request", "Response")]
 HEADERS = {"RequestHeader": P.RequestHeader, "ResponseHeader": P.ResponseHeader}
 

@@ -1,6 +1,9 @@
 """Decode ``__consumer_offsets`` keys and values the way ``kafka-dump-log.sh --offsets-decoder`` does.
 
-Key versions 0 and 1 are offset-commit keys (group, topic, partition), version 2
+The schemas and version tables live in
+:mod:`kafkawire.protocol.coordinator_records` (the broker writes these records
+with them); this module renders them as Kafka's tool does.  Key versions 0
+and 1 are offset-commit keys (group, topic, partition), version 2
 is a group-metadata key (group).  Values carry their own version: offset-commit
 values v0–v4 and group-metadata values v0–v4 (v4 is the first flexible
 version).  For groups of the ``consumer`` protocol type, each member's
@@ -18,10 +21,11 @@ import json
 from typing import Any, Dict, Optional, Tuple
 
 from kafkawire.cli._wire import DecodeError, Reader, b64
+from kafkawire.protocol.coordinator_records import (CONSUMER_PROTOCOL_TYPE,
+                                                    GROUP_METADATA_KEY_VERSION,
+                                                    OFFSET_COMMIT_KEY_VERSIONS, VALUE_VERSIONS)
 
 __all__ = ["decode_key", "decode_value", "parse_record", "UnknownRecordType"]
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class UnknownRecordType(DecodeError):
@@ -43,10 +47,10 @@ def decode_key(key: bytes) -> Tuple[int, str, Dict[str, Any]]:
     """Return ``(version, record kind, fields)`` of a ``__consumer_offsets`` key."""
     r = Reader(key)
     version = r.int16()
-    if version in (0, 1):
+    if version in OFFSET_COMMIT_KEY_VERSIONS:
         data = {"group": r.string(), "topic": r.string(), "partition": r.int32()}
         return version, "offset_commit", data
-    if version == 2:
+    if version == GROUP_METADATA_KEY_VERSION:
         return version, "group_metadata", {"group": r.string()}
     raise UnknownRecordType(version)
 
@@ -54,7 +58,7 @@ def decode_key(key: bytes) -> Tuple[int, str, Dict[str, Any]]:
 # -------------------------------------------------------------- values
 
 def _offset_commit_value(r: Reader, version: int) -> Dict[str, Any]:
-    if version > 4:
+    if version > VALUE_VERSIONS["OffsetCommitValue"][1]:
         raise DecodeError(f"Can't read version {version} of OffsetCommitValue")
     out: Dict[str, Any] = {"offset": r.int64()}
     if version >= 3:
@@ -114,7 +118,7 @@ def _member(version: int):
 
 
 def _group_metadata_value(r: Reader, version: int) -> Dict[str, Any]:
-    if version > 4:
+    if version > VALUE_VERSIONS["GroupMetadataValue"][1]:
         raise DecodeError(f"Can't read version {version} of GroupMetadataValue")
     out: Dict[str, Any] = {"protocolType": r.string(), "generation": r.int32(),
                            "protocol": r.nullable_string(), "leader": r.nullable_string()}

@@ -14,18 +14,16 @@ from typing import Any, Dict, Optional, Tuple
 
 from kafkawire.cli._wire import DecodeError, Reader
 from kafkawire.cli.offsets_decoder import dumps
+from kafkawire.protocol.coordinator_records import (TRANSACTION_LOG_KEY_VERSION, TXN_STATES,
+                                                    VALUE_VERSIONS)
 
 __all__ = ["decode_key", "decode_value", "parse_record", "TXN_STATES"]
-
-#: TransactionState ids as Kafka stores them.
-TXN_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort",
-              4: "CompleteCommit", 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
 
 
 def decode_key(key: bytes) -> Tuple[int, Dict[str, Any]]:
     r = Reader(key)
     version = r.int16()
-    if version != 0:
+    if version != TRANSACTION_LOG_KEY_VERSION:
         raise _Unknown(version)
     return version, {"transactionalId": r.string()}
 
@@ -37,12 +35,15 @@ class _Unknown(DecodeError):
 
 
 def _partitions(r: Reader) -> Dict[str, Any]:
-    return {"topic": r.string(), "partitionIds": r.array(lambda rr: rr.int32())}
+    out = {"topic": r.string(), "partitionIds": r.array(lambda rr: rr.int32())}
+    r.tagged_fields()  # each struct of a flexible version ends with its own tagged fields
+    return out
 
 
 def decode_value(value: bytes) -> Tuple[int, Dict[str, Any]]:
     version = Reader(value).int16()
-    if version < 0 or version > 1:
+    lo, hi = VALUE_VERSIONS["TransactionLogValue"]
+    if version < lo or version > hi:
         raise DecodeError(f"Can't read version {version} of TransactionLogValue")
     r = Reader(value, 2, flexible=version >= 1)
     producer_id = r.int64()

@@ -37,6 +37,7 @@ class ApiKey(IntEnum):
     END_TXN = 26
     TXN_OFFSET_COMMIT = 28
     SASL_AUTHENTICATE = 36
+    DELETE_GROUPS = 42
 
 
 def _lookup(api_key: int, response: bool) -> Type[Message]:

@@ -1,5 +1,5 @@
 """The classic consumer group APIs: JoinGroup (11), Heartbeat (12), LeaveGroup (13),
-SyncGroup (14), DescribeGroups (15), ListGroups (16).
+SyncGroup (14), DescribeGroups (15), ListGroups (16), DeleteGroups (42).
 
 Schemas written from Kafka 3.9's message definitions: field names, version
 ranges, nullable versions, tags and defaults as Kafka declares them.
@@ -11,7 +11,7 @@ from kafkawire.protocol.schema import (  # noqa: F401
     Array, F, Message, Struct,
 )
 
-__all__ = ['JoinGroupRequest', 'JoinGroupResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'LeaveGroupRequest', 'LeaveGroupResponse', 'SyncGroupRequest', 'SyncGroupResponse', 'DescribeGroupsRequest', 'DescribeGroupsResponse', 'ListGroupsRequest', 'ListGroupsResponse']
+__all__ = ['JoinGroupRequest', 'JoinGroupResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'LeaveGroupRequest', 'LeaveGroupResponse', 'SyncGroupRequest', 'SyncGroupResponse', 'DescribeGroupsRequest', 'DescribeGroupsResponse', 'ListGroupsRequest', 'ListGroupsResponse', 'DeleteGroupsRequest', 'DeleteGroupsResponse']
 
 
 class JoinGroupRequest(Message):
@@ -243,4 +243,33 @@ class ListGroupsResponse(Message):
         F('ThrottleTimeMs', INT32, '1+'),
         F('ErrorCode', INT16, '0+'),
         F('Groups', Array(ListedGroup), '0+'),
+    )
+
+
+class DeleteGroupsRequest(Message):
+    """The DeleteGroups request body."""
+
+    API_KEY = 42
+    VERSIONS = (0, 2)
+    FLEXIBLE = 2
+    FIELDS = (
+        F('GroupsNames', Array(STRING), '0+'),
+    )
+
+
+class DeleteGroupsResponse(Message):
+    """The DeleteGroups response body."""
+
+    class DeletableGroupResult(Struct):
+        FIELDS = (
+            F('GroupId', STRING, '0+'),
+            F('ErrorCode', INT16, '0+'),
+        )
+
+    API_KEY = 42
+    VERSIONS = (0, 2)
+    FLEXIBLE = 2
+    FIELDS = (
+        F('ThrottleTimeMs', INT32, '0+'),
+        F('Results', Array(DeletableGroupResult), '0+'),
     )

@@ -4,7 +4,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from kafkawire.protocol.schema import Message, Struct
 
-__all__ = ['JoinGroupRequest', 'JoinGroupResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'LeaveGroupRequest', 'LeaveGroupResponse', 'SyncGroupRequest', 'SyncGroupResponse', 'DescribeGroupsRequest', 'DescribeGroupsResponse', 'ListGroupsRequest', 'ListGroupsResponse']
+__all__ = ['JoinGroupRequest', 'JoinGroupResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'LeaveGroupRequest', 'LeaveGroupResponse', 'SyncGroupRequest', 'SyncGroupResponse', 'DescribeGroupsRequest', 'DescribeGroupsResponse', 'ListGroupsRequest', 'ListGroupsResponse', 'DeleteGroupsRequest', 'DeleteGroupsResponse']
 
 
 class JoinGroupRequest(Message):
@@ -138,3 +138,16 @@ class ListGroupsResponse(Message):
     error_code: int
     groups: List[ListGroupsResponse.ListedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., groups: Sequence[Union[ListGroupsResponse.ListedGroup, Dict[str, Any]]] = ..., unknown_tagged_fields: Iterable[Tuple[int, bytes]] = ...) -> None: ...
+
+class DeleteGroupsRequest(Message):
+    groups_names: List[str]
+    def __init__(self, *, groups_names: Sequence[str] = ..., unknown_tagged_fields: Iterable[Tuple[int, bytes]] = ...) -> None: ...
+
+class DeleteGroupsResponse(Message):
+    class DeletableGroupResult(Struct):
+        group_id: str
+        error_code: int
+        def __init__(self, *, group_id: str = ..., error_code: int = ..., unknown_tagged_fields: Iterable[Tuple[int, bytes]] = ...) -> None: ...
+    throttle_time_ms: int
+    results: List[DeleteGroupsResponse.DeletableGroupResult]
+    def __init__(self, *, throttle_time_ms: int = ..., results: Sequence[Union[DeleteGroupsResponse.DeletableGroupResult, Dict[str, Any]]] = ..., unknown_tagged_fields: Iterable[Tuple[int, bytes]] = ...) -> None: ...
