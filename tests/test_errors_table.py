@@ -77,3 +77,12 @@ def test_raise_for_code():
 def test_exceptions_pickle():
     err = E.make_error(6, topic="t", partition=0)
     assert str(pickle.loads(pickle.dumps(err))) == str(err)
+
+
+def test_named_codes_match_the_table():
+    named = [n for n in E.__all__ if n.isupper() and isinstance(getattr(E, n), int)]
+    assert len(named) > 20
+    for name in named:
+        assert E.error_code(getattr(E, name)).name == name
+    assert {E.error_code(c).name for c in E.COORDINATOR_ERRORS} == {
+        "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"}

@@ -29,7 +29,8 @@ from kafkawire.client.security import AuthenticationError, Sasl, security_from
 from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
                                       ProduceResult, TopicResult, normalize_record)
 from kafkawire.errors import ProtocolError, UnsupportedVersionError
-from kafkawire.protocol.error_codes import BrokerResponseError, error_code, make_error
+from kafkawire.protocol.error_codes import (COORDINATOR_ERRORS, NOT_CONTROLLER, UNSUPPORTED_VERSION,
+                                           BrokerResponseError, error_code, make_error)
 
 if TYPE_CHECKING:
     from kafkawire.protocol.schema import Message
@@ -55,8 +56,6 @@ def _chunks(records: List[tuple], max_bytes: int):
     if chunk:
         yield chunk
 
-_COORDINATOR_RETRY = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
-_NOT_CONTROLLER = 41
 _OFFSET_SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 _ACKS = {0: 0, 1: 1, -1: -1, "all": -1, "0": 0, "1": 1, "-1": -1}
 
@@ -228,7 +227,7 @@ class Client:
             payload = conn.send(frame, cid, A.API_VERSIONS, version).result(self.request_timeout)
             # Response header v0 (correlation id), then the error code, in every version.
             code = int.from_bytes(payload[4:6], "big", signed=True) if len(payload) >= 6 else -1
-            if code == 35 and version > 0:
+            if code == UNSUPPORTED_VERSION and version > 0:
                 try:
                     theirs = {k.api_key: k.max_version
                               for k in A.decode_response(A.API_VERSIONS, 0, payload).api_keys}
@@ -669,10 +668,10 @@ class Client:
                 conn = self._node(node)
                 return fn(conn)
             except BrokerResponseError as exc:
-                if exc.code not in _COORDINATOR_RETRY and not exc.retriable or \
+                if exc.code not in COORDINATOR_ERRORS and not exc.retriable or \
                         attempt >= self.retries:
                     raise
-                if exc.code in _COORDINATOR_RETRY:
+                if exc.code in COORDINATOR_ERRORS:
                     self._coordinators.pop(group, None)
             except (KafkaConnectionError, RequestTimeoutError):
                 self._coordinators.pop(group, None)
@@ -759,7 +758,7 @@ class Client:
             try:
                 return fn(conn)
             except BrokerResponseError as exc:
-                if exc.code != _NOT_CONTROLLER and not exc.retriable or attempt >= self.retries:
+                if exc.code != NOT_CONTROLLER and not exc.retriable or attempt >= self.retries:
                     raise
                 self.cluster.mark_stale()
             except (KafkaConnectionError, RequestTimeoutError):
@@ -802,7 +801,7 @@ class Client:
                 if t.error_code:
                     err = make_error(t.error_code, getattr(t, "error_message", None),
                                      api="CreateTopics", topic=t.name)
-                    if t.error_code == _NOT_CONTROLLER:
+                    if t.error_code == NOT_CONTROLLER:
                         raise err
                 out[t.name] = TopicResult(t.name, err, getattr(t, "num_partitions", -1),
                                           getattr(t, "replication_factor", -1),
@@ -835,7 +834,7 @@ class Client:
                 if t.error_code:
                     err = make_error(t.error_code, getattr(t, "error_message", None),
                                      api="DeleteTopics", topic=t.name)
-                    if t.error_code == _NOT_CONTROLLER:
+                    if t.error_code == NOT_CONTROLLER:
                         raise err
                 out[t.name] = TopicResult(t.name, err, topic_id=getattr(t, "topic_id", None))
             A.check_answered("DeleteTopics", names, out)

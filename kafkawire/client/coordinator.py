@@ -33,7 +33,10 @@ from kafkawire.client.group_metadata import (Assignment, Subscription, TopicPart
                                              encode_assignment, encode_subscription)
 from kafkawire.client.results import OffsetAndMetadata
 from kafkawire.errors import ProtocolError
-from kafkawire.protocol.error_codes import BrokerResponseError, make_error
+from kafkawire.protocol.error_codes import (COORDINATOR_ERRORS, FENCED_INSTANCE_ID,
+                                           ILLEGAL_GENERATION, MEMBER_ID_REQUIRED,
+                                           REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+                                           UNSTABLE_OFFSET_COMMIT, BrokerResponseError, make_error)
 
 __all__ = ["GroupCoordinator"]
 
@@ -41,13 +44,7 @@ log = logging.getLogger("kafkawire.client.coordinator")
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 
-_COORDINATOR_ERRORS = frozenset({14, 15, 16})  # loading, not available, not coordinator
-_REBALANCE_IN_PROGRESS = 27
-_ILLEGAL_GENERATION = 22
-_UNKNOWN_MEMBER_ID = 25
-_MEMBER_ID_REQUIRED = 79
-_FENCED_INSTANCE_ID = 82
-_MEMBERSHIP_LOST = frozenset({_ILLEGAL_GENERATION, _UNKNOWN_MEMBER_ID, _FENCED_INSTANCE_ID})
+_MEMBERSHIP_LOST = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID})
 
 
 class GroupCoordinator:
@@ -174,13 +171,13 @@ class GroupCoordinator:
             try:
                 result = self._join_once(topics, partitions_for, deadline)
             except BrokerResponseError as exc:
-                if exc.code in _COORDINATOR_ERRORS:
+                if exc.code in COORDINATOR_ERRORS:
                     self.coordinator_unknown(exc.name)
-                elif exc.code == _UNKNOWN_MEMBER_ID:
+                elif exc.code == UNKNOWN_MEMBER_ID:
                     self._reset_member(keep_id=False)
-                elif exc.code == _ILLEGAL_GENERATION:
+                elif exc.code == ILLEGAL_GENERATION:
                     self._reset_member(keep_id=True)
-                elif exc.code == _REBALANCE_IN_PROGRESS:
+                elif exc.code == REBALANCE_IN_PROGRESS:
                     pass
                 elif not exc.retriable:
                     raise
@@ -215,7 +212,7 @@ class GroupCoordinator:
             protocols=protocols)
         # The broker holds JoinGroup until every member rejoined: up to the rebalance timeout.
         resp = self._call(req, deadline, wait=self.max_poll_interval + self.request_timeout)
-        if resp.error_code == _MEMBER_ID_REQUIRED:
+        if resp.error_code == MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
             return None
         if resp.error_code:
@@ -339,7 +336,7 @@ class GroupCoordinator:
                 return  # an answer about a generation we already left behind
             if code == 0:
                 self.last_heartbeat_ok = max(self.last_heartbeat_ok, sent)
-            elif code == _REBALANCE_IN_PROGRESS:
+            elif code == REBALANCE_IN_PROGRESS:
                 self.last_heartbeat_ok = max(self.last_heartbeat_ok, sent)
                 if self.state == "stable":
                     log.info("group %s: rebalance started; rejoining on the next poll",
@@ -349,8 +346,8 @@ class GroupCoordinator:
                 log.warning("group %s: heartbeat answered %s: the assignment is lost",
                             self.group_id, make_error(code).name)
                 self.lost = True
-                self._reset_member(keep_id=code == _ILLEGAL_GENERATION)
-            elif code in _COORDINATOR_ERRORS:
+                self._reset_member(keep_id=code == ILLEGAL_GENERATION)
+            elif code in COORDINATOR_ERRORS:
                 self.coordinator_unknown(make_error(code).name)
                 self._next_beat = 0.0
             else:
@@ -379,13 +376,13 @@ class GroupCoordinator:
                 if p.error_code:
                     err = make_error(p.error_code, api="OffsetCommit", group=self.group_id,
                                      topic=t.name, partition=p.partition_index)
-                    if p.error_code in _COORDINATOR_ERRORS:
+                    if p.error_code in COORDINATOR_ERRORS:
                         self.coordinator_unknown(err.name)
-                    elif p.error_code == _REBALANCE_IN_PROGRESS:
+                    elif p.error_code == REBALANCE_IN_PROGRESS:
                         self.rejoin_needed = True
                     elif p.error_code in _MEMBERSHIP_LOST:
                         self.lost = True
-                        self._reset_member(keep_id=p.error_code == _ILLEGAL_GENERATION)
+                        self._reset_member(keep_id=p.error_code == ILLEGAL_GENERATION)
                     first = first or err
         return first
 
@@ -406,7 +403,7 @@ class GroupCoordinator:
                 err = self._commit_errors(resp)
                 if err is None:
                     return
-                if not (err.retriable or err.code in _COORDINATOR_ERRORS):
+                if not (err.retriable or err.code in COORDINATOR_ERRORS):
                     raise err
                 self._retry_or_raise(err, deadline)
             except (KafkaConnectionError, RequestTimeoutError) as exc:
@@ -481,9 +478,9 @@ class GroupCoordinator:
                             getattr(p, "committed_leader_epoch", -1))
                 return out
             except BrokerResponseError as exc:
-                if exc.code in _COORDINATOR_ERRORS:
+                if exc.code in COORDINATOR_ERRORS:
                     self.coordinator_unknown(exc.name)
-                elif not exc.retriable and exc.code != 88:  # 88: UNSTABLE_OFFSET_COMMIT
+                elif not exc.retriable and exc.code != UNSTABLE_OFFSET_COMMIT:
                     raise
                 self._retry_or_raise(exc, deadline)
             except (KafkaConnectionError, RequestTimeoutError) as exc:

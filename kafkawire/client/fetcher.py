@@ -28,13 +28,12 @@ from kafkawire.client import _api as A
 from kafkawire.client.cluster import STALE_METADATA_CODES
 from kafkawire.client.exceptions import KafkaConnectionError, RequestTimeoutError
 from kafkawire.client.group_metadata import TopicPartition
-from kafkawire.protocol.error_codes import make_error
+from kafkawire.protocol.error_codes import OFFSET_OUT_OF_RANGE, make_error
 
 __all__ = ["ConsumerRecord", "PartitionState", "Fetcher", "CompletedFetch"]
 
 log = logging.getLogger("kafkawire.client.fetcher")
 
-_OFFSET_OUT_OF_RANGE = 1
 
 
 class ConsumerRecord(NamedTuple):
@@ -356,7 +355,7 @@ class Fetcher:
                     st.fetch_offset = cf.next_offset
             return
         err = make_error(code, api="Fetch", topic=tp[0], partition=tp[1])
-        if code == _OFFSET_OUT_OF_RANGE:
+        if code == OFFSET_OUT_OF_RANGE:
             log.info("%s-%d: offset %d is out of range; resetting", tp[0], tp[1], asked)
             self.needs_reset.append(tp)
         elif code in STALE_METADATA_CODES or err.retriable:

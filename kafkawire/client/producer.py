@@ -28,7 +28,7 @@ from kafkawire.client.futures import DeliveryFuture
 from kafkawire.client.partitioner import partition_for_key
 from kafkawire.client.results import ProduceResult, RecordMetadata
 from kafkawire.client.sender import Sender
-from kafkawire.protocol.error_codes import error_code, make_error
+from kafkawire.protocol.error_codes import UNKNOWN_TOPIC_OR_PARTITION, error_code, make_error
 
 __all__ = ["Producer", "RecordMetadata"]
 
@@ -316,7 +316,8 @@ class Producer:
                 if info is not None and info.partitions and info.error_code == 0:
                     return info
                 if info is not None and info.error_code and \
-                        not error_code(info.error_code).retriable and info.error_code != 3:
+                        not error_code(info.error_code).retriable and \
+                        info.error_code != UNKNOWN_TOPIC_OR_PARTITION:
                     raise make_error(info.error_code, api="Metadata", topic=topic)
                 if not sender.is_alive():
                     raise ProducerClosedError("the producer is closed")

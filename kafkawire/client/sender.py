@@ -38,7 +38,10 @@ from kafkawire.client.exceptions import (DeliveryTimeoutError, KafkaConnectionEr
 from kafkawire.client.futures import complete
 from kafkawire.client.results import ProduceResult
 from kafkawire.errors import KafkaWireError, ProtocolError
-from kafkawire.protocol.error_codes import BrokerResponseError, make_error
+from kafkawire.protocol.error_codes import (COORDINATOR_ERRORS, DUPLICATE_SEQUENCE_NUMBER,
+                                           INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                           PRODUCER_FENCED, UNKNOWN_PRODUCER_ID,
+                                           BrokerResponseError, make_error)
 
 if TYPE_CHECKING:  # pragma: no cover
     from kafkawire.client.producer import Producer
@@ -47,11 +50,6 @@ __all__ = ["Sender"]
 
 log = logging.getLogger("kafkawire.client.producer")
 
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
-INVALID_PRODUCER_EPOCH = 47
-UNKNOWN_PRODUCER_ID = 59
-PRODUCER_FENCED = 90
 _EPOCH_ERRORS = frozenset({UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED})
 
 
@@ -249,7 +247,7 @@ class Sender(threading.Thread):
             return
         if resp.error_code:
             err = make_error(resp.error_code, api="InitProducerId")
-            if err.retriable or resp.error_code in (14, 15, 16):
+            if err.retriable or resp.error_code in COORDINATOR_ERRORS:
                 log.info("InitProducerId: %s; retrying", err)
                 if self.transactional_id is not None:
                     client._coordinators.pop(self.transactional_id, None)
@@ -331,7 +329,7 @@ class Sender(threading.Thread):
             self.txn.add_partitions(tps)
         except BrokerResponseError as exc:
             log.error("AddPartitionsToTxn failed: %s", exc)
-            if exc.code in (47, 90):
+            if exc.code in (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED):
                 self.fatal = exc
             failed = []
             with self.acc.lock:

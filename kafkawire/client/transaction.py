@@ -19,7 +19,11 @@ from kafkawire import protocol as P
 from kafkawire.client.exceptions import (KafkaConnectionError, RequestTimeoutError,
                                          TransactionStateError)
 from kafkawire.client.results import OffsetAndMetadata
-from kafkawire.protocol.error_codes import BrokerResponseError, make_error
+from kafkawire.protocol.error_codes import (CONCURRENT_TRANSACTIONS, COORDINATOR_ERRORS,
+                                           INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
+                                           INVALID_TXN_STATE, PRODUCER_FENCED,
+                                           TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                           BrokerResponseError, make_error)
 
 if TYPE_CHECKING:  # pragma: no cover
     from kafkawire.client.sender import Sender
@@ -29,9 +33,8 @@ __all__ = ["TransactionManager", "group_fields"]
 log = logging.getLogger("kafkawire.client.producer")
 
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
-_COORDINATOR_MOVED = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
-_CONCURRENT_TRANSACTIONS = 51
-_FATAL = frozenset({47, 48, 49, 53, 90})  # epoch, state, id mapping, authorization, fenced
+_FATAL = frozenset({INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING,
+                    TRANSACTIONAL_ID_AUTHORIZATION_FAILED, PRODUCER_FENCED})
 
 
 def group_fields(group_metadata: Any) -> Tuple[str, int, str, Optional[str]]:
@@ -84,13 +87,13 @@ class TransactionManager:
                 code, resp = -1, exc
             if code == 0:
                 return resp
-            if code in _FATAL or (code > 0 and code not in _COORDINATOR_MOVED
-                                  and code != _CONCURRENT_TRANSACTIONS
+            if code in _FATAL or (code > 0 and code not in COORDINATOR_ERRORS
+                                  and code != CONCURRENT_TRANSACTIONS
                                   and not make_error(code).retriable):
                 raise make_error(code, api=what)
             if time.monotonic() > deadline:
                 raise resp if isinstance(resp, BaseException) else make_error(code, api=what)
-            if code in _COORDINATOR_MOVED or code < 0:
+            if code in COORDINATOR_ERRORS or code < 0:
                 client._coordinators.pop(key, None)
             log.debug("%s: retrying (%s)", what, resp if code < 0 else make_error(code).name)
             time.sleep(self.sender._backoff(attempt))

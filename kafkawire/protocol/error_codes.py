@@ -15,7 +15,14 @@ from kafkawire.errors import KafkaWireError
 
 __all__ = ["ErrorCode", "ERRORS", "ERRORS_BY_NAME", "BrokerResponseError",
            "RetriableBrokerError", "error_code", "error_for_code", "make_error",
-           "raise_for_code", "NONE"]
+           "raise_for_code", "NONE", "COORDINATOR_ERRORS",
+           "OFFSET_OUT_OF_RANGE", "UNKNOWN_TOPIC_OR_PARTITION", "COORDINATOR_LOAD_IN_PROGRESS",
+           "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "ILLEGAL_GENERATION",
+           "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "UNSUPPORTED_VERSION", "NOT_CONTROLLER",
+           "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH",
+           "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING", "CONCURRENT_TRANSACTIONS",
+           "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "UNKNOWN_PRODUCER_ID", "MEMBER_ID_REQUIRED",
+           "FENCED_INSTANCE_ID", "UNSTABLE_OFFSET_COMMIT", "PRODUCER_FENCED"]
 
 
 class ErrorCode(NamedTuple):
@@ -162,6 +169,36 @@ _TABLE = (
 ERRORS: Dict[int, ErrorCode] = {row[0]: ErrorCode(*row) for row in _TABLE}
 ERRORS_BY_NAME: Dict[str, ErrorCode] = {e.name: e for e in ERRORS.values()}
 NONE = 0
+
+# The codes kafkawire's own code acts on, by Kafka's names (tests check them against
+# the table above).
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+UNKNOWN_MEMBER_ID = 25
+REBALANCE_IN_PROGRESS = 27
+UNSUPPORTED_VERSION = 35
+NOT_CONTROLLER = 41
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+INVALID_PRODUCER_ID_MAPPING = 49
+CONCURRENT_TRANSACTIONS = 51
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+UNKNOWN_PRODUCER_ID = 59
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+UNSTABLE_OFFSET_COMMIT = 88
+PRODUCER_FENCED = 90
+
+#: The coordinator cannot serve the request now (loading, unavailable, or moved):
+#: look it up again and retry.
+COORDINATOR_ERRORS = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+                                NOT_COORDINATOR})
 
 
 class BrokerResponseError(KafkaWireError):
