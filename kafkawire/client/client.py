@@ -27,7 +27,8 @@ from kafkawire.client.exceptions import (ClientClosedError, KafkaConnectionError
 from kafkawire.client.partitioner import DefaultPartitioner
 from kafkawire.client.security import AuthenticationError, Sasl, security_from
 from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
-                                      ProduceResult, TopicResult, normalize_record)
+                                      ProduceResult, TopicResult, as_offset_and_metadata,
+                                      normalize_record)
 from kafkawire.errors import ProtocolError, UnsupportedVersionError
 from kafkawire.protocol.error_codes import (COORDINATOR_ERRORS, NOT_CONTROLLER, UNSUPPORTED_VERSION,
                                            BrokerResponseError, error_code, make_error)
@@ -689,14 +690,7 @@ class Client:
 
         A value may be an ``int``, ``(offset, metadata)`` or ``OffsetAndMetadata``.
         """
-        norm: Dict[Tuple[str, int], OffsetAndMetadata] = {}
-        for tp, v in offsets.items():
-            if isinstance(v, OffsetAndMetadata):
-                norm[tp] = v
-            elif isinstance(v, tuple):
-                norm[tp] = OffsetAndMetadata(int(v[0]), v[1])
-            else:
-                norm[tp] = OffsetAndMetadata(int(v))
+        norm = {tp: as_offset_and_metadata(v) for tp, v in offsets.items()}
         deadline = self._deadline(timeout_ms)
 
         def call(conn):

@@ -29,7 +29,7 @@ from kafkawire.client.exceptions import (ClientClosedError, ClientError, KafkaCo
                                          RequestTimeoutError)
 from kafkawire.client.fetcher import ConsumerRecord, Fetcher, PartitionState
 from kafkawire.client.group_metadata import TopicPartition
-from kafkawire.client.results import OffsetAndMetadata
+from kafkawire.client.results import OffsetAndMetadata, OffsetResult, as_offset_and_metadata
 from kafkawire.protocol.error_codes import BrokerResponseError, make_error
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "NoOffsetForPartitionError"]
@@ -542,16 +542,8 @@ class Consumer:
                 if tp not in out or out[tp].offset < r.offset + 1:
                     out[tp] = OffsetAndMetadata(r.offset + 1, "", getattr(r, "leader_epoch", -1))
             return out
-        norm = {}
-        for tp, v in offsets.items():
-            tp = TopicPartition(tp[0], int(tp[1]))
-            if isinstance(v, OffsetAndMetadata):
-                norm[tp] = v
-            elif isinstance(v, tuple):
-                norm[tp] = OffsetAndMetadata(int(v[0]), v[1])
-            else:
-                norm[tp] = OffsetAndMetadata(int(v))
-        return norm
+        return {TopicPartition(tp[0], int(tp[1])): as_offset_and_metadata(v)
+                for tp, v in offsets.items()}
 
     def _commit_positions(self, timeout: float) -> None:
         assert self._coord is not None
@@ -648,7 +640,6 @@ class Consumer:
         Values are ``OffsetResult`` (offset, timestamp, leader_epoch) or None
         when no record is that recent.
         """
-        from kafkawire.client.results import OffsetResult
         self._check_open()
         timeout = (timeout_ms if timeout_ms is not None else self.config["default_api_timeout_ms"])
         specs = {TopicPartition(tp[0], int(tp[1])): int(ts) for tp, ts in timestamps.items()}

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from kafkawire.records.iterate import Batch
 
 __all__ = ["RecordMetadata", "ProducerRecord", "ProduceResult", "FetchResult", "OffsetResult", "OffsetAndMetadata",
-           "TopicResult", "as_producer_record", "normalize_record"]
+           "TopicResult", "as_offset_and_metadata", "as_producer_record", "normalize_record"]
 
 
 class RecordMetadata(NamedTuple):
@@ -174,6 +174,16 @@ class OffsetAndMetadata:
     offset: int
     metadata: Optional[str] = ""
     leader_epoch: int = -1
+
+
+def as_offset_and_metadata(value: Any) -> OffsetAndMetadata:
+    """An offset to commit as given by a caller: an ``int``, ``(offset, metadata)`` or
+    an ``OffsetAndMetadata`` (the forms ``Consumer.commit`` and ``Client.commit_offsets`` take)."""
+    if isinstance(value, OffsetAndMetadata):
+        return value
+    if isinstance(value, tuple):
+        return OffsetAndMetadata(int(value[0]), value[1])
+    return OffsetAndMetadata(int(value))
 
 
 @dataclass(frozen=True)
