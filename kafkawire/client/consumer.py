@@ -145,6 +145,7 @@ class Consumer:
                 self._coord.leave()
         finally:
             self._closed = True
+            self._fetcher.close(min(timeout / 1000.0, self._client.request_timeout))
             if self._coord is not None:
                 self._coord.close()
             self._client.close()

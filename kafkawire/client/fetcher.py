@@ -7,6 +7,18 @@ so the prefetch is bounded by ``fetch_max_bytes`` per leader.  Answers are
 kept as the raw records bytes and decoded when ``poll`` asks for records
 (objects) or for columns (Arrow), whichever the caller uses.
 
+Fetch sessions (Kafka's incremental fetch, Fetch v7 and later): the first
+request to a broker is a full one listing every partition; when the broker
+answers with a session id, later requests list only the partitions whose
+fetch position (or limits, leader epoch, topic id) changed and name the
+partitions no longer wanted (revoked, paused, or with answers still buffered)
+in ``forgotten_topics_data``; the broker answers only for partitions with
+news.  A broker that lost the session (``FETCH_SESSION_ID_NOT_FOUND``), an
+epoch it does not expect (``INVALID_FETCH_SESSION_EPOCH``), a broken
+connection or an answer naming partitions outside the session start over with
+a full fetch.  ``close`` ends each session (epoch -1) so the broker frees it
+at once.  A broker that answers with session id 0 gets full fetches each time.
+
 ``read_committed`` follows Kafka's consumer: the broker only returns data
 below the last stable offset, and the aborted transactions listed in the
 answer are dropped: a transactional batch of producer P is skipped while P
@@ -28,12 +40,18 @@ from kafkawire.client import _api as A
 from kafkawire.client.cluster import STALE_METADATA_CODES
 from kafkawire.client.exceptions import KafkaConnectionError, RequestTimeoutError
 from kafkawire.client.group_metadata import TopicPartition
-from kafkawire.protocol.error_codes import OFFSET_OUT_OF_RANGE, make_error
+from kafkawire.protocol.error_codes import (FETCH_SESSION_ID_NOT_FOUND,
+                                           INVALID_FETCH_SESSION_EPOCH, OFFSET_OUT_OF_RANGE,
+                                           make_error)
 
 __all__ = ["ConsumerRecord", "PartitionState", "Fetcher", "CompletedFetch"]
 
 log = logging.getLogger("kafkawire.client.fetcher")
 
+_SESSION_VERSION = 7          # the first Fetch version with session id and epoch
+_TOPIC_ID_VERSION = 13        # from here topics are named by id
+_MAX_EPOCH = 0x7FFFFFFF
+_SESSION_ERRORS = (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH)
 
 
 class ConsumerRecord(NamedTuple):
@@ -195,6 +213,89 @@ class CompletedFetch:
         return keep
 
 
+class FetchSession:
+    """One broker's fetch session as the consumer sees it (Kafka's incremental fetch).
+
+    ``partitions`` is what the broker holds for this session: for each
+    partition the ``(fetch offset, leader epoch, max bytes, topic id)`` last
+    sent.  ``epoch`` 0 means the next request is a full one (a new session;
+    with a ``session_id`` the broker also drops the old one), -1 closes it.
+    """
+
+    __slots__ = ("node", "session_id", "epoch", "partitions")
+
+    def __init__(self, node: int) -> None:
+        self.node = node
+        self.session_id = 0
+        self.epoch = 0
+        self.partitions: Dict[TopicPartition, tuple] = {}
+
+    @property
+    def full(self) -> bool:
+        return self.epoch <= 0
+
+    def build(self, wanted: Dict[TopicPartition, tuple]
+              ) -> Tuple[Dict[TopicPartition, tuple], List[Tuple[TopicPartition, Any]]]:
+        """What the next request lists: ``(to send, to forget as (partition, topic id))``.
+
+        A full request sends everything; an incremental one the partitions
+        that are new or changed, and forgets those no longer wanted (and,
+        when a topic was recreated under a new id, the old id's partition).
+        """
+        old, self.partitions = self.partitions, dict(wanted)
+        if self.full:
+            return self.partitions, []
+        send = {}
+        forget = [(tp, data[3]) for tp, data in old.items() if tp not in wanted]
+        for tp, data in wanted.items():
+            was = old.get(tp)
+            if was == data:
+                continue
+            send[tp] = data
+            if was is not None and was[3] != data[3] and was[3] is not None \
+                    and data[3] is not None:
+                forget.append((tp, was[3]))
+        return send, forget
+
+    def answered(self, error_code: int, session_id: int, returned: Sequence[TopicPartition],
+                 throttled: bool) -> bool:
+        """Move the session on after an answer; False when its partitions must be ignored."""
+        if error_code:
+            log.info("broker %s refused fetch session %d (epoch %d): error %d; next fetch is a "
+                     "full one", self.node, self.session_id, self.epoch, error_code)
+            if error_code == FETCH_SESSION_ID_NOT_FOUND:
+                self.session_id = 0
+            self.epoch = 0
+            return False
+        if self.full:
+            if not returned and throttled:
+                self.session_id = self.epoch = 0
+                return False
+            if set(returned) != set(self.partitions):
+                log.info("broker %s answered a full fetch for other partitions than asked; "
+                         "starting a new fetch session", self.node)
+                self.session_id = self.epoch = 0
+                return False
+            self.session_id = session_id
+            self.epoch = 1 if session_id else 0
+            return True
+        if not set(returned) <= self.partitions.keys():
+            log.info("broker %s answered fetch session %d with partitions outside it; starting "
+                     "a new one", self.node, self.session_id)
+            self.epoch = 0
+            return False
+        if session_id == 0:   # the broker ended the session
+            self.epoch = 0
+            self.session_id = 0
+            return True
+        self.epoch = 1 if self.epoch >= _MAX_EPOCH else self.epoch + 1
+        return True
+
+    def failed(self) -> None:
+        """The request or its answer was lost: open a new session with the next fetch."""
+        self.epoch = 0
+
+
 class Fetcher:
     """Sends Fetch requests for owned partitions and buffers the answers."""
 
@@ -220,6 +321,7 @@ class Fetcher:
         self.errors: List[BaseException] = []
         self.needs_metadata = False
         self.needs_reset: List[TopicPartition] = []
+        self.sessions: Dict[int, FetchSession] = {}
 
     # --------------------------------------------------------------- sending
     def fetchable(self) -> Dict[int, List[TopicPartition]]:
@@ -241,48 +343,67 @@ class Fetcher:
 
     def send(self) -> None:
         for node, tps in self.fetchable().items():
+            session = self.sessions.get(node)
+            if session is None:
+                session = self.sessions[node] = FetchSession(node)
             try:
                 conn = self.client._node(node)
                 version = self.client._version(conn, A.FETCH)
-                req, ids = self._request(tps, version)
+                req, offsets, ids = self._request(tps, version, session)
                 timeout_ms = self.client.request_timeout * 1000 + self.max_wait_ms
                 pending = self.client._send(conn, req, version, timeout_ms)
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 log.debug("fetch to broker %s not sent: %s", node, exc)
+                session.failed()
                 self.client.cluster.mark_stale()
                 self.needs_metadata = True
                 continue
-            offsets = {tp: _next_fetch(self.states[tp]) for tp in tps}
             self.in_flight[node] = (pending, conn, offsets, ids)
 
-    def _request(self, tps: Sequence[TopicPartition], version: int):
-        by_topic: Dict[str, list] = {}
-        for tp in tps:
-            st = self.states[tp]
-            info = self.client.cluster.topics[tp[0]].partitions.get(tp[1])
-            by_topic.setdefault(tp[0], []).append({
-                "partition": tp[1], "fetch_offset": _next_fetch(st),
-                "partition_max_bytes": self.partition_max_bytes,
-                "current_leader_epoch": info.leader_epoch if info is not None else -1})
-        topics = []
+    def _request(self, tps: Sequence[TopicPartition], version: int, session: FetchSession):
+        """The Fetch for ``tps``, with the session's view of them (``{partition: offset}``)
+        and the topic names of the ids it uses."""
+        cluster = self.client.cluster
+        by_id = version >= _TOPIC_ID_VERSION
+        wanted: Dict[TopicPartition, tuple] = {}
         ids: Dict[Any, str] = {}
-        for topic, parts in by_topic.items():
-            t: Dict[str, Any] = {"partitions": parts}
-            if version >= 13:
-                tid = self.client.cluster.topics[topic].topic_id
+        for tp in tps:
+            info = cluster.topics[tp[0]]
+            tid = None
+            if by_id:
+                tid = info.topic_id
                 if tid is None or int(tid) == 0:
                     raise kafkawire.errors.UnsupportedVersionError(
-                        f"Fetch v{version} needs the topic id of {topic!r}, which metadata "
+                        f"Fetch v{version} needs the topic id of {tp[0]!r}, which metadata "
                         "did not give")
-                t["topic_id"] = tid
-                ids[tid] = topic
-            else:
-                t["topic"] = topic
-            topics.append(t)
+                ids[tid] = tp[0]
+            part = info.partitions.get(tp[1])
+            wanted[tp] = (_next_fetch(self.states[tp]),
+                          part.leader_epoch if part is not None else -1,
+                          self.partition_max_bytes, tid)
+        if version >= _SESSION_VERSION:
+            send, forget = session.build(wanted)
+            session_id, epoch = session.session_id, session.epoch
+        else:
+            send, forget, session_id, epoch = wanted, [], 0, -1
+        by_topic: Dict[str, list] = {}
+        for tp, (offset, leader_epoch, max_bytes, _) in send.items():
+            by_topic.setdefault(tp[0], []).append({
+                "partition": tp[1], "fetch_offset": offset, "partition_max_bytes": max_bytes,
+                "current_leader_epoch": leader_epoch})
+        topics = [{"topic_id": wanted[TopicPartition(t, parts[0]["partition"])][3],
+                   "partitions": parts} if by_id else {"topic": t, "partitions": parts}
+                  for t, parts in by_topic.items()]
+        gone: Dict[Any, List[int]] = {}
+        for tp, tid in forget:
+            gone.setdefault(tid if by_id else tp[0], []).append(tp[1])
+        forgotten = [{"topic_id": k, "partitions": v} if by_id else {"topic": k, "partitions": v}
+                     for k, v in gone.items()]
         req = P.FetchRequest(max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
                              max_bytes=self.max_bytes, isolation_level=self.isolation_level,
-                             session_id=0, session_epoch=-1, topics=topics, rack_id=self.rack)
-        return req, ids
+                             session_id=session_id, session_epoch=epoch, topics=topics,
+                             forgotten_topics_data=forgotten, rack_id=self.rack)
+        return req, {tp: data[0] for tp, data in wanted.items()}, ids
 
     # -------------------------------------------------------------- receiving
     def wait(self, timeout: float) -> None:
@@ -311,32 +432,45 @@ class Fetcher:
 
     def _complete(self, node: int) -> None:
         pending, conn, offsets, ids = self.in_flight.pop(node)
+        session = self.sessions.get(node)
         try:
             resp = pending.result()
         except (KafkaConnectionError, RequestTimeoutError) as exc:
             log.info("fetch from broker %s failed: %s; refreshing metadata", node, exc)
+            if session is not None:
+                session.failed()
             self.client._drop(conn)
             self.client.cluster.mark_stale()
             self.needs_metadata = True
             return
-        if getattr(resp, "error_code", 0):
-            err = make_error(resp.error_code, api="Fetch")
+        code = getattr(resp, "error_code", 0)
+        returned = []
+        for t in resp.responses:
+            topic = t.topic if getattr(t, "topic", "") else ids.get(t.topic_id)
+            for p in t.partitions:
+                returned.append((TopicPartition(topic, p.partition_index)
+                                 if topic is not None else None, p))
+        if pending.version >= _SESSION_VERSION and session is not None:
+            usable = session.answered(code, getattr(resp, "session_id", 0),
+                                      [tp for tp, _ in returned],
+                                      getattr(resp, "throttle_time_ms", 0) > 0)
+            if code in _SESSION_ERRORS or not (usable or code):
+                return   # the next fetch is a full one
+        if code:
+            err = make_error(code, api="Fetch")
             if err.retriable:
                 self.needs_metadata = True
             else:
                 self.errors.append(err)
             return
-        for t in resp.responses:
-            topic = t.topic if getattr(t, "topic", "") else ids.get(t.topic_id)
-            if topic is None:
+        for tp, p in returned:
+            if tp is None:
                 continue   # a topic this request did not ask for
-            for p in t.partitions:
-                tp = TopicPartition(topic, p.partition_index)
-                asked = offsets.get(tp)
-                st = self.states.get(tp)
-                if asked is None or st is None or _next_fetch(st) != asked:
-                    continue   # unassigned or moved by seek() while the fetch was out
-                self._partition(tp, st, asked, p)
+            asked = offsets.get(tp)
+            st = self.states.get(tp)
+            if asked is None or st is None or _next_fetch(st) != asked:
+                continue   # unassigned or moved by seek() while the fetch was out
+            self._partition(tp, st, asked, p)
 
     def _partition(self, tp: TopicPartition, st: PartitionState, asked: int, p) -> None:
         code = p.error_code
@@ -363,6 +497,37 @@ class Fetcher:
             self.needs_metadata = True
         else:
             self.errors.append(err)
+
+    def close(self, timeout: float) -> None:
+        """End the open fetch sessions (epoch -1) so brokers free them now, not at expiry.
+
+        Only sessions whose connection is still open are ended; the answers
+        are awaited up to ``timeout`` seconds and otherwise ignored.
+        """
+        deadline = time.monotonic() + timeout
+        waiting = []
+        for node, session in self.sessions.items():
+            conn = self.client._conns.get(node)
+            if not session.session_id or conn is None or not conn.connected:
+                continue
+            req = P.FetchRequest(max_wait_ms=0, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
+                                 isolation_level=self.isolation_level,
+                                 session_id=session.session_id, session_epoch=-1, topics=[],
+                                 forgotten_topics_data=[], rack_id=self.rack)
+            try:
+                version = self.client._version(conn, A.FETCH)
+                waiting.append(self.client._send(conn, req, version, timeout * 1000))
+            except (KafkaConnectionError, RequestTimeoutError, kafkawire.errors.KafkaWireError
+                    ) as exc:
+                log.debug("closing fetch session %d with broker %s: %s", session.session_id,
+                          node, exc)
+        for pending in waiting:
+            try:
+                pending.result(max(deadline - time.monotonic(), 0.001))
+            except Exception as exc:  # noqa: BLE001 - the broker expires it anyway
+                log.debug("closing a fetch session: %s", exc)
+        self.sessions.clear()
+        self.in_flight.clear()
 
     # --------------------------------------------------------------- handing out
     def drop(self, tps) -> None:
