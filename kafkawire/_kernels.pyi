@@ -34,6 +34,7 @@ from kafkawire._fast.records import (
     encode_records_v2 as encode_records_v2,
     encode_records_v2_columns as encode_records_v2_columns,
     iter_records_v2 as iter_records_v2,
+    validate_records_v2 as validate_records_v2,
 )
 from kafkawire._fast.columnar import (
     ColumnBuilder as ColumnBuilder,

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "dumpfmt_impl.h"
 #include "wire_impl.h"
+#include "framing_impl.h"
 #include "crc_impl.h"
 
 #define INT32_MAXV 2147483647LL
@@ -244,46 +245,6 @@ static char *put_json_str(char *w, const unsigned char *s, size_t n) {
     return w;
 }
 
-/* Strict UTF-8 (what Python's bytes.decode("utf-8") accepts). */
-static int utf8_valid(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {   /* ASCII runs, 16 bytes per step */
-        uint64_t a, b;
-        memcpy(&a, s + i, 8);
-        memcpy(&b, s + i + 8, 8);
-        if ((a | b) & 0x8080808080808080ULL) break;
-    }
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t v;
-            memcpy(&v, s + i, 8);
-            if (!(v & 0x8080808080808080ULL)) { i += 8; continue; }
-        }
-        unsigned char c = s[i];
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n) return 0;
-            unsigned char b1 = s[i + 1];
-            if ((b1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
-            if ((c == 0xE0 && b1 < 0xA0) || (c == 0xED && b1 >= 0xA0)) return 0;
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n) return 0;
-            unsigned char b1 = s[i + 1];
-            if ((b1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return 0;
-            if ((c == 0xF0 && b1 < 0x90) || (c == 0xF4 && b1 >= 0x90)) return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* s[0:n) copied to w if it is valid UTF-8 (else NULL): ASCII runs go 16 bytes per step */
 static inline char *put_utf8(char *w, const unsigned char *s, size_t n) {
     size_t i = 0;
@@ -296,7 +257,7 @@ static inline char *put_utf8(char *w, const unsigned char *s, size_t n) {
         memcpy(w + i + 8, &b, 8);
     }
     if (i < n) {
-        if (!utf8_valid(s + i, n - i)) return NULL;
+        if (!kw_utf8_valid(s + i, n - i)) return NULL;
         memcpy(w + i, s + i, n - i);
     }
     return w + n;
@@ -370,7 +331,7 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
                 int32_t hkl, hvl;
                 VARINT32(hkl, re);
                 if (hkl < 0 || (size_t)hkl > (size_t)(re - p)) { err->a = hkl; FAIL(KWE_HKEY_LEN, p); }
-                if (!utf8_valid(p, (size_t)hkl)) FAIL(KWE_HKEY_UTF8, p);
+                if (!kw_utf8_valid(p, (size_t)hkl)) FAIL(KWE_HKEY_UTF8, p);
                 p += hkl;
                 VARINT32(hvl, re);
                 if (hvl < -1) { err->a = hvl; FAIL(KWE_HVALUE_LEN, p); }

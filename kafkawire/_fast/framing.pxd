@@ -3,6 +3,7 @@
 # from the layout in format.pxd.  (The dump formatter's C helpers read the same
 # fields through wire_impl.h.)
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
+from libc.stddef cimport size_t
 from kafkawire._fast.wire cimport kw_be_i16, kw_be_i32, kw_be_u32, kw_be_i64
 from kafkawire._fast.format cimport (
     V2_BASE_OFFSET, V2_LENGTH, V2_PARTITION_LEADER_EPOCH, V2_MAGIC, V2_CRC, V2_ATTRIBUTES,
@@ -50,3 +51,54 @@ cdef inline void read_v2_header(const unsigned char *b, V2Header *h) noexcept no
     h.producer_epoch = kw_be_i16(b + V2_PRODUCER_EPOCH)
     h.base_sequence = kw_be_i32(b + V2_BASE_SEQUENCE)
     h.record_count = kw_be_i32(b + V2_RECORD_COUNT)
+
+
+# -- the v2 record-body walker (framing_impl.h): the one reader of a record's layout
+from kafkawire._fast.wire cimport Cursor
+
+cdef extern from "framing_impl.h" nogil:
+    enum:
+        KWR_OK
+        KWR_VARINT
+        KWR_LENGTH
+        KWR_PAST_END
+        KWR_OFFSET_RANGE
+        KWR_KEY_LENGTH
+        KWR_KEY_PAST
+        KWR_VALUE_LENGTH
+        KWR_VALUE_PAST
+        KWR_HEADER_COUNT
+        KWR_HKEY_LENGTH
+        KWR_HKEY_UTF8
+        KWR_HVALUE_LENGTH
+        KWR_HVALUE_PAST
+        KWR_FIELDS
+        KW_WALK_UTF8
+        KW_WALK_RANGE
+    ctypedef struct RecordFields "kw_record":
+        const unsigned char *start
+        const unsigned char *end
+        int32_t length
+        int attributes
+        int64_t ts_delta
+        int32_t off_delta
+        int32_t klen
+        int32_t vlen
+        const unsigned char *key
+        const unsigned char *value
+        int32_t nh
+        const unsigned char *headers
+        int err
+        int varint_err
+        int has_offset
+        int64_t bad
+        const unsigned char *at
+    # Read the record at the cursor: KWR_OK and the cursor past it, or the error
+    # (the cursor unchanged).  See framing_impl.h.
+    int record_read "kw_record_read" (Cursor *c, RecordFields *r, int flags,
+                                      int64_t base_offset, int64_t last_offset)
+    # The next header of an accepted record (no checks: record_read made them).
+    void header_next "kw_header_next" (const unsigned char **hp, const unsigned char *rend,
+                                       const unsigned char **key, int32_t *klen,
+                                       const unsigned char **value, int32_t *vlen)
+    bint utf8_valid "kw_utf8_valid" (const unsigned char *s, size_t n)

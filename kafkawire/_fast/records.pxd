@@ -2,6 +2,7 @@
 # BatchHeader iterates its records through iter_v2_batch, a direct C call).
 cimport cython
 from libc.stdint cimport int64_t
+from kafkawire._fast.framing cimport RecordFields
 
 
 cdef class Record:
@@ -46,7 +47,7 @@ cdef class RecordIterator:
     cdef object _claim(self)
     cdef Record _next(self)
     cdef Record _emit(self, object key, object value, int64_t offset, object headers)
-    cdef Record _next_checked(self)
+    cdef Record _next_checked(self, RecordFields *rec)
 
 
 cdef object iter_v2_batch(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,

@@ -19,69 +19,25 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memcmp
-from kafkawire._fast.wire cimport (kw_be_i32, kw_be_u32, kw_be_i64, kw_varint32, kw_varint64)
+from kafkawire._fast.wire cimport (kw_be_i32, kw_be_u32, kw_be_i64,
+                                  Cursor, Bytes, bytes_open, bytes_close)
+from kafkawire._fast.framing cimport (
+    RecordFields, record_read, header_next, KWR_OK, KWR_VARINT, KWR_LENGTH, KWR_PAST_END, KWR_KEY_LENGTH,
+    KWR_KEY_PAST, KWR_VALUE_LENGTH, KWR_VALUE_PAST, KWR_HEADER_COUNT, KWR_HKEY_LENGTH,
+    KWR_HKEY_UTF8, KWR_HVALUE_LENGTH, KWR_HVALUE_PAST, KWR_FIELDS, KW_WALK_UTF8)
 from kafkawire._fast.cpython_tricks cimport tricks_enabled, kw_store_int, kw_store_bytes
 
 import zlib
 from kafkawire.errors import CorruptRecordError
 
 __all__ = ["Record", "decode_records_v2", "decode_records_v2_as", "iter_records_v2",
-           "decode_legacy_messages", "encode_records_v2", "encode_records_v2_columns"]
+           "validate_records_v2", "decode_legacy_messages", "encode_records_v2",
+           "encode_records_v2_columns"]
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     void *PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
-
-cdef extern from *:
-    """
-    typedef struct {
-        const unsigned char *key, *value, *end;
-        int32_t klen, vlen, off_delta;
-        int64_t ts_delta;
-    } kw_rec_t;
-
-    /* Parse the v2 record at p (the records region ends at pend) when it has no
-       headers: 1 on success, 0 for anything else (headers, or damage), which the
-       caller hands to the checked decoder for the exact error. */
-    static inline int kw_rec_plain(const unsigned char *p, const unsigned char *pend,
-                                   kw_rec_t *r) {
-        int32_t length;
-        int err = 0;
-        const unsigned char *rend;
-        r->key = r->value = NULL;
-        p = kw_varint32(p, pend, &length, &err);
-        if (!p || length < 6 || length > pend - p) return 0;
-        rend = p + length;
-        p += 1;  /* attributes: unused */
-        if (!(p = kw_varint64(p, rend, &r->ts_delta, &err))) return 0;
-        if (!(p = kw_varint32(p, rend, &r->off_delta, &err))) return 0;
-        if (!(p = kw_varint32(p, rend, &r->klen, &err))) return 0;
-        if (r->klen >= 0) {
-            if (r->klen > rend - p) return 0;
-            r->key = p;
-            p += r->klen;
-        } else if (r->klen != -1) return 0;
-        if (!(p = kw_varint32(p, rend, &r->vlen, &err))) return 0;
-        if (r->vlen >= 0) {
-            if (r->vlen > rend - p) return 0;
-            r->value = p;
-            p += r->vlen;
-        } else if (r->vlen != -1) return 0;
-        if (p >= rend || *p != 0 || p + 1 != rend) return 0;  /* header count 0, then the end */
-        r->end = rend;
-        return 1;
-    }
-
-    """
-    ctypedef struct kw_rec_t:
-        const unsigned char *key
-        const unsigned char *value
-        const unsigned char *end
-        int32_t klen, vlen, off_delta
-        int64_t ts_delta
-    int kw_rec_plain(const unsigned char *p, const unsigned char *pend, kw_rec_t *r) nogil
-
 
 #: Reuse of dropped records (see ``RecordIterator._claim``): one of the interpreter tricks.
 cdef bint REUSE = tricks_enabled()
@@ -219,6 +175,97 @@ cdef object _varint_error(int err, Py_ssize_t pos, object offset):
     return _corrupt("varint runs past the end of the record", pos, offset, "truncated")
 
 
+cdef object _record_error(const RecordFields *r, const unsigned char *base, int64_t base_offset):
+    """The decoders' error for a record the walker refused (``r.err``)."""
+    cdef Py_ssize_t at = r.at - base
+    cdef object off = base_offset + r.off_delta if r.has_offset else None
+    cdef int e = r.err
+    if e == KWR_VARINT:
+        return _varint_error(r.varint_err, at, off)
+    if e == KWR_LENGTH:
+        return _corrupt(f"record length {r.length} is invalid", at, None, "length")
+    if e == KWR_PAST_END:
+        return _corrupt(f"record length {r.length} runs past the end of the batch", at, None,
+                        "truncated")
+    if e == KWR_KEY_PAST:
+        return _corrupt("key runs past the end of the record", at, off, "truncated")
+    if e == KWR_KEY_LENGTH:
+        return _corrupt(f"invalid key length {r.klen}", at, off, "length")
+    if e == KWR_VALUE_PAST:
+        return _corrupt("value runs past the end of the record", at, off, "truncated")
+    if e == KWR_VALUE_LENGTH:
+        return _corrupt(f"invalid value length {r.vlen}", at, off, "length")
+    if e == KWR_HEADER_COUNT:
+        return _corrupt(f"invalid header count {r.nh}", at, off, "length")
+    if e == KWR_HKEY_LENGTH:
+        return _corrupt(f"invalid header key length {r.bad}", at, off, "length")
+    if e == KWR_HKEY_UTF8:
+        return _corrupt("header key is not valid UTF-8", at, off, "utf8")
+    if e == KWR_HVALUE_PAST:
+        return _corrupt("header value runs past the end of the record", at, off, "truncated")
+    if e == KWR_HVALUE_LENGTH:
+        return _corrupt(f"invalid header value length {r.bad}", at, off, "length")
+    return _corrupt(f"record declares {r.length} bytes but its fields use {r.bad}", at, off,
+                    "length")
+
+
+cdef inline object _count_error(Py_ssize_t count, Py_ssize_t start, Py_ssize_t end,
+                                int64_t base_offset):
+    """``count`` records cannot fit ``end - start`` bytes (a record takes at least 7), or
+    ``count`` is negative; None when it is possible."""
+    if count < 0 or (count > 0 and count > (end - start) // 7):
+        return _corrupt(f"record count {count} impossible for {end - start} bytes "
+                        f"of records", start, base_offset, "count")
+    return None
+
+
+def validate_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+                        int64_t base_offset, int64_t last_offset, on_error=None):
+    """Check a v2 records region without decoding it; see ``kafkawire._pure.records``."""
+    cdef Bytes b
+    cdef Cursor c
+    cdef RecordFields r
+    cdef Py_ssize_t i
+    cdef int rc = KWR_OK
+    cdef bint outside = False
+    cdef int64_t first_outside = 0, off
+    cdef object exc = None
+    bytes_open(&b, buf)
+    try:
+        if end < 0 or end > b.n:
+            end = b.n
+        if start < 0:
+            start = 0
+        if start > end:
+            start = end
+        exc = _count_error(count, start, end, base_offset)
+        if exc is None:
+            c.base = b.p
+            c.p = b.p + start
+            c.end = b.p + end
+            with nogil:
+                for i in range(count):
+                    rc = record_read(&c, &r, KW_WALK_UTF8, 0, 0)
+                    if rc != KWR_OK:
+                        break
+                    off = <int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>r.off_delta)
+                    if not outside and (off < base_offset or off > last_offset):
+                        outside = True
+                        first_outside = off
+            if rc != KWR_OK:
+                exc = _record_error(&r, b.p, base_offset)
+            elif c.p != c.end:
+                exc = _corrupt(f"{c.end - c.p} bytes left after the batch's records",
+                               c.p - c.base, None, "count")
+    finally:
+        bytes_close(&b)
+    if exc is not None:
+        if on_error is not None:
+            exc = on_error(exc)
+        raise exc
+    return first_outside if outside else None
+
+
 cdef inline object _mk_bytes(const unsigned char *p, Py_ssize_t n):
     return PyBytes_FromStringAndSize(<const char *>p, n)
 
@@ -344,14 +391,18 @@ cdef class RecordIterator:
 
     cdef Record _next(self):
         """Decode the record at self.p (the caller checked remaining > 0)."""
-        cdef kw_rec_t rec
+        cdef RecordFields rec
+        cdef Cursor c
         cdef int64_t ts, offset
         cdef PyObject *o
         cdef PyObject *h
         cdef char *f
         cdef object keep
-        if not kw_rec_plain(self.p, self.pend, &rec):
-            return self._next_checked()
+        c.base = self.base
+        c.p = self.p
+        c.end = self.pend
+        if record_read(&c, &rec, KW_WALK_UTF8, 0, 0) != KWR_OK or rec.nh != 0:
+            return self._next_checked(&rec)
         keep = self._claim()
         if keep is not None:
             # the spare _emit would reuse: fill it here, rewriting old values in place
@@ -428,16 +479,14 @@ cdef class RecordIterator:
             self.spare1 = r
         return r
 
-    cdef Record _next_checked(self):
-        """Decode the record at self.p with every check, raising the exact error."""
-        cdef const unsigned char *base = self.base
-        cdef const unsigned char *p = self.p
-        cdef const unsigned char *pend = self.pend
+    cdef Record _next_checked(self, RecordFields *rec):
+        """Decode the record the walker read at self.p (``rec``): raise its error, or
+        make it with its headers."""
+        cdef const unsigned char *p
         cdef const unsigned char *rend
-        cdef const unsigned char *rstart = p
-        cdef const unsigned char *q
-        cdef int err = 0
-        cdef int32_t length, off_delta, klen, vlen, nh, hklen, hvlen
+        cdef const unsigned char *hk
+        cdef const unsigned char *hv
+        cdef int32_t off_delta, klen, vlen, nh, hklen, hvlen
         cdef int64_t ts_delta, ts
         cdef Py_ssize_t h
         cdef list headers
@@ -449,72 +498,25 @@ cdef class RecordIterator:
         cdef PyObject *t
         cdef char *f
         cdef object keep = None
-        q = kw_varint32(p, pend, &length, &err)
-        if q == NULL:
-            self._fail(_varint_error(err, p - base, None))
-        p = q
-        if length < 6:
-            self._fail(_corrupt(f"record length {length} is invalid", rstart - base, None,
-                                "length"))
-        if length > pend - p:
-            self._fail(_corrupt(f"record length {length} runs past the end of the batch",
-                                rstart - base, None, "truncated"))
-        rend = p + length
+        if rec.err != KWR_OK:
+            self._fail(_record_error(rec, self.base, self.base_offset))
         # the iterator moves past this record now: releasing old header values below
         # may run Python code that re-enters it, and must find the next record
-        self.p = rend
-        p += 1  # attributes: unused
-        q = kw_varint64(p, rend, &ts_delta, &err)
-        if q == NULL:
-            self._fail(_varint_error(err, p - base, None))
-        p = q
-        q = kw_varint32(p, rend, &off_delta, &err)
-        if q == NULL:
-            self._fail(_varint_error(err, p - base, None))
-        p = q
-        q = kw_varint32(p, rend, &klen, &err)
-        if q == NULL:
-            self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
-        p = q
+        self.p = rend = rec.end
+        ts_delta = rec.ts_delta
+        off_delta = rec.off_delta
+        klen = rec.klen
+        vlen = rec.vlen
+        nh = rec.nh
         if klen >= 0:
-            if klen > rend - p:
-                self._fail(_corrupt("key runs past the end of the record", p - base,
-                                    self.base_offset + off_delta, "truncated"))
-            kptr = p
-            p += klen
-        elif klen == -1:
-            kptr = NULL
-        else:
-            self._fail(_corrupt(f"invalid key length {klen}", p - base,
-                                self.base_offset + off_delta, "length"))
-        q = kw_varint32(p, rend, &vlen, &err)
-        if q == NULL:
-            self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
-        p = q
+            kptr = rec.key
         if vlen >= 0:
-            if vlen > rend - p:
-                self._fail(_corrupt("value runs past the end of the record", p - base,
-                                    self.base_offset + off_delta, "truncated"))
-            vptr = p
-            p += vlen
-        elif vlen == -1:
-            vptr = NULL
-        else:
-            self._fail(_corrupt(f"invalid value length {vlen}", p - base,
-                                self.base_offset + off_delta, "length"))
-        q = kw_varint32(p, rend, &nh, &err)
-        if q == NULL:
-            self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
-        p = q
+            vptr = rec.value
         headers = None
         oh = NULL
         if nh != 0:
-            if nh < 0 or nh > rend - p:
-                self._fail(_corrupt(f"invalid header count {nh}", p - base,
-                                    self.base_offset + off_delta, "length"))
             # the headers list of the spare record that will be reused, when nothing
             # else holds it and it has as many entries: refilled in place
-            oh = NULL
             keep = self._claim()   # held while old header pairs are released
             if keep is not None:
                 oh = (<PyObject **>((<char *><PyObject *>keep) + _F_HEADERS))[0]
@@ -528,53 +530,33 @@ cdef class RecordIterator:
             if self.hcache is None:
                 self.hcache = [None] * HCACHE
                 self.hvcache = [None] * HCACHE
+            p = rec.headers
             for h in range(nh):
-                q = kw_varint32(p, rend, &hklen, &err)
-                if q == NULL:
-                    self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
-                p = q
-                if hklen < 0 or hklen > rend - p:
-                    self._fail(_corrupt(f"invalid header key length {hklen}", p - base,
-                                        self.base_offset + off_delta, "length"))
+                header_next(&p, rend, &hk, &hklen, &hv, &hvlen)
                 hkey = None
                 if h < HCACHE:
                     hkey = self.hcache[h]
                     if not (hkey is not None and PyUnicode_GET_LENGTH(hkey) == hklen
-                            and memcmp(PyUnicode_DATA(hkey), p, hklen) == 0):
+                            and memcmp(PyUnicode_DATA(hkey), hk, hklen) == 0):
                         hkey = None
                 if hkey is None:
-                    try:
-                        hkey = PyUnicode_DecodeUTF8(<const char *>p, hklen, NULL)
-                    except UnicodeDecodeError:
-                        self._fail(_corrupt("header key is not valid UTF-8", p - base,
-                                            self.base_offset + off_delta, "utf8"))
+                    # (the walker checked it is UTF-8)
+                    hkey = PyUnicode_DecodeUTF8(<const char *>hk, hklen, NULL)
                     if h < HCACHE and PyUnicode_IS_COMPACT_ASCII(hkey):
                         self.hcache[h] = hkey
-                p += hklen
-                q = kw_varint32(p, rend, &hvlen, &err)
-                if q == NULL:
-                    self._fail(_varint_error(err, p - base, self.base_offset + off_delta))
-                p = q
                 if hvlen >= 0:
-                    if hvlen > rend - p:
-                        self._fail(_corrupt("header value runs past the end of the record",
-                                            p - base, self.base_offset + off_delta, "truncated"))
                     hval = None
                     if h < HCACHE and hvlen <= 64:
                         # header values such as content types repeat record after record
                         hval = self.hvcache[h]
                         if not (hval is not None and PyBytes_GET_SIZE(hval) == hvlen and
-                                memcmp(PyBytes_AS_STRING(hval), p, hvlen) == 0):
-                            hval = _mk_bytes(p, hvlen)
+                                memcmp(PyBytes_AS_STRING(hval), hv, hvlen) == 0):
+                            hval = _mk_bytes(hv, hvlen)
                             self.hvcache[h] = hval
                     else:
-                        hval = _mk_bytes(p, hvlen)
-                    p += hvlen
-                elif hvlen == -1:
-                    hval = None
+                        hval = _mk_bytes(hv, hvlen)
                 else:
-                    self._fail(_corrupt(f"invalid header value length {hvlen}", p - base,
-                                        self.base_offset + off_delta, "length"))
+                    hval = None
                 if oh != NULL:
                     t = PyList_GET_ITEM_RAW(oh, h)
                     if PyTuple_CheckExact(t) and Py_REFCNT(t) == 1 and PyTuple_GET_SIZE_RAW(t) == 2:
@@ -589,10 +571,6 @@ cdef class RecordIterator:
                 tup = (hkey, hval)
                 Py_INCREF(tup)
                 PyList_SET_ITEM(headers, h, tup)
-        if p != rend:
-            self._fail(_corrupt(f"record declares {length} bytes but its fields use "
-                                f"{length - (rend - p)}", rstart - base,
-                                self.base_offset + off_delta, "length"))
         if not self.lat:
             ts = self.base_timestamp + ts_delta
             if self.last_ts is None or ts != self.last_ts_value:

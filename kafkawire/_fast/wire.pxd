@@ -20,6 +20,11 @@ cdef extern from "wire_impl.h" nogil:
                                      int32_t *out, int *err)
     const unsigned char *kw_varint64(const unsigned char *p, const unsigned char *end,
                                      int64_t *out, int *err)
+    # The bounded read cursor (C, so the C helpers share it): see cur_* below.
+    ctypedef struct Cursor "kw_cursor":
+        const unsigned char *base
+        const unsigned char *p
+        const unsigned char *end
     int64_t zigzag64 "kw_zigzag64" (uint64_t v)
     int32_t zigzag32 "kw_zigzag32" (uint32_t v)
 
@@ -54,12 +59,6 @@ cdef inline void bytes_close(Bytes *b) noexcept:
 # Reads never pass `end`: each returns WIRE_OK or an error code (and leaves the
 # cursor where the failed read started), for the kernel to raise as its own typed
 # error naming `cur_pos`.
-cdef struct Cursor:
-    const unsigned char *base
-    const unsigned char *p
-    const unsigned char *end
-
-
 cdef inline void cur_init(Cursor *c, const unsigned char *base, Py_ssize_t pos,
                           Py_ssize_t end) noexcept nogil:
     c.base = base

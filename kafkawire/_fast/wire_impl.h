@@ -33,6 +33,13 @@ static inline int32_t kw_be_i32(const unsigned char *p) { uint32_t v; memcpy(&v,
 static inline uint32_t kw_be_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return KW_BE32(v); }
 static inline int64_t kw_be_i64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return (int64_t)KW_BE64(v); }
 
+/* The bounded read cursor (wire.pxd's Cursor): reads never pass `end`. */
+typedef struct {
+    const unsigned char *base;   /* positions are counted from here */
+    const unsigned char *p;      /* the next byte to read */
+    const unsigned char *end;    /* reads never pass this */
+} kw_cursor;
+
 /* Zigzag decoding (Kafka's signed varints). */
 static inline int64_t kw_zigzag64(uint64_t v) { return (int64_t)((v >> 1) ^ (0ull - (v & 1))); }
 static inline int32_t kw_zigzag32(uint32_t v) { return (int32_t)((v >> 1) ^ (0u - (v & 1))); }

@@ -45,6 +45,15 @@ Kernels (same names and signatures in both backends):
     ``CorruptRecordError`` to the exception to raise (callers relocate
     positions with it).
 
+``validate_records_v2(buf, start, end, count, base_offset, last_offset, on_error=None) -> int | None``
+    Check the records region ``buf[start:end]`` of a v2 batch as
+    ``decode_records_v2`` would read it, without making a record: ``count``
+    records, each well-formed (lengths, varints, headers, UTF-8 header keys),
+    and nothing after them.  Raises the ``CorruptRecordError`` (through
+    ``on_error``) that ``decode_records_v2`` would raise; otherwise returns the
+    offset of the first record outside ``[base_offset, last_offset]``, or None
+    when every record lies in that range.
+
 ``encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers) -> bytes``
     Encode records for a v2 batch's records region (what goes after the
     61-byte header, before compression).  The five arguments are sequences of
@@ -65,9 +74,11 @@ from itertools import chain
 
 from kafkawire.errors import CorruptRecordError
 from kafkawire._pure.wire import flat
+from kafkawire._pure import framing as W
 
 __all__ = ["Record", "decode_records_v2", "decode_records_v2_as", "iter_records_v2",
-           "decode_legacy_messages", "encode_records_v2", "encode_records_v2_columns"]
+           "validate_records_v2", "decode_legacy_messages", "encode_records_v2",
+           "encode_records_v2_columns"]
 
 _TS_NAMES = ("CreateTime", "LogAppendTime")
 
@@ -243,6 +254,68 @@ def _relocating(gen, on_error):
         yield from gen
     except CorruptRecordError as exc:
         raise on_error(exc) from None
+
+
+def _record_error(fault, base_offset):
+    """The decoders' ``CorruptRecordError`` for a record the walker refused."""
+    code, at = fault.code, fault.at
+    off = base_offset + fault.off_delta if fault.has_offset else None
+    if code == W.VARINT:
+        if fault.varint_err == 2:
+            return _corrupt("overlong varint", at, off, "varint")
+        return _corrupt("varint runs past the end of the record", at, off, "truncated")
+    if code == W.LENGTH:
+        return _corrupt(f"record length {fault.length} is invalid", at, None, "length")
+    if code == W.PAST_END:
+        return _corrupt(f"record length {fault.length} runs past the end of the batch", at,
+                        None, "truncated")
+    message, reason = _FAULTS.get(code, ("", "length"))
+    if "{" in message:
+        message = message.format(fault.bad)
+    if code == W.FIELDS:
+        message = f"record declares {fault.length} bytes but its fields use {fault.bad}"
+    return _corrupt(message, at, off, reason)
+
+
+_FAULTS = {
+    W.KEY_PAST: ("key runs past the end of the record", "truncated"),
+    W.KEY_LENGTH: ("invalid key length {}", "length"),
+    W.VALUE_PAST: ("value runs past the end of the record", "truncated"),
+    W.VALUE_LENGTH: ("invalid value length {}", "length"),
+    W.HEADER_COUNT: ("invalid header count {}", "length"),
+    W.HKEY_LENGTH: ("invalid header key length {}", "length"),
+    W.HKEY_UTF8: ("header key is not valid UTF-8", "utf8"),
+    W.HVALUE_PAST: ("header value runs past the end of the record", "truncated"),
+    W.HVALUE_LENGTH: ("invalid header value length {}", "length"),
+}
+
+
+def validate_records_v2(buf, start, end, count, base_offset, last_offset, on_error=None):
+    """Check a v2 records region without decoding it; see the module docstring."""
+    view, start, end = _region(buf, start, end)
+    start = min(start, end)
+    err = _count_error(count, start, end, base_offset)
+    outside = None
+    pos = start
+    if err is None:
+        read = W.read_record
+        try:
+            for _ in range(count):
+                rec = read(view, pos, end, W.WALK_UTF8)
+                pos = rec.end
+                if outside is None and not 0 <= rec.off_delta <= last_offset - base_offset:
+                    outside = base_offset + rec.off_delta
+        except W.RecordFault as fault:
+            err = _record_error(fault, base_offset)
+        else:
+            if pos != end:
+                err = _corrupt(f"{end - pos} bytes left after the batch's {count} records", pos,
+                               None, "count")
+    if err is not None:
+        if on_error is not None:
+            err = on_error(err)
+        raise err
+    return outside
 
 
 def _count_error(count, start, end, base_offset):
@@ -500,77 +573,22 @@ def _headers(data, pos, rend):
 
 def _checked_record(buf, pos, end, base_offset, base_timestamp, max_timestamp, lat, ts_name):
     """Decode the record at ``pos`` checking every field -> ``(Record, next_pos)``, or raise."""
-    varint = _varint
-    rec_start = pos
-    length, pos = varint(buf, pos, end)
-    if length < 6 or pos + length > end:
-        if length < 0 or length < 6:
-            raise _corrupt(f"record length {length} is invalid", rec_start, None, "length")
-        raise _corrupt(f"record length {length} runs past the end of the batch",
-                       rec_start, None, "truncated")
-    rend = pos + length
-    pos += 1  # attributes (unused by Kafka)
-    ts_delta, pos = varint(buf, pos, rend, 64)
-    off_delta, pos = varint(buf, pos, rend)
-    offset = base_offset + off_delta
-    klen, pos = varint(buf, pos, rend)
-    if klen < 0:
-        if klen != -1:
-            raise _corrupt(f"invalid key length {klen}", pos, offset, "length")
-        key = None
-    else:
-        if pos + klen > rend:
-            raise _corrupt("key runs past the end of the record", pos, offset)
-        key = bytes(buf[pos:pos + klen])
-        pos += klen
-    vlen, pos = varint(buf, pos, rend)
-    if vlen < 0:
-        if vlen != -1:
-            raise _corrupt(f"invalid value length {vlen}", pos, offset, "length")
-        value = None
-    else:
-        if pos + vlen > rend:
-            raise _corrupt("value runs past the end of the record", pos, offset)
-        value = bytes(buf[pos:pos + vlen])
-        pos += vlen
-    nh, pos = varint(buf, pos, rend)
+    try:
+        rec = W.read_record(buf, pos, end, W.WALK_UTF8)
+    except W.RecordFault as fault:
+        raise _record_error(fault, base_offset) from None
     headers = []
-    if nh:
-        if nh < 0 or nh > rend - pos:
-            raise _corrupt(f"invalid header count {nh}", pos, offset, "length")
-        for _h in range(nh):
-            hklen, pos = varint(buf, pos, rend)
-            if hklen < 0 or pos + hklen > rend:
-                raise _corrupt(f"invalid header key length {hklen}", pos, offset, "length")
-            try:
-                hkey = bytes(buf[pos:pos + hklen]).decode("utf-8")
-            except UnicodeDecodeError:
-                raise _corrupt("header key is not valid UTF-8", pos, offset, "utf8") from None
-            pos += hklen
-            hvlen, pos = varint(buf, pos, rend)
-            if hvlen < 0:
-                if hvlen != -1:
-                    raise _corrupt(f"invalid header value length {hvlen}", pos, offset,
-                                   "length")
-                hval = None
-            else:
-                if pos + hvlen > rend:
-                    raise _corrupt("header value runs past the end of the record", pos,
-                                   offset)
-                hval = bytes(buf[pos:pos + hvlen])
-                pos += hvlen
-            headers.append((hkey, hval))
-    if pos != rend:
-        raise _corrupt(f"record declares {length} bytes but its fields use "
-                       f"{pos - rend + length}", rec_start, offset, "length")
+    for kpos, klen, vpos, vlen in W.headers(buf, rec):
+        headers.append((str(buf[kpos:kpos + klen], "utf-8"),
+                        None if vlen < 0 else bytes(buf[vpos:vpos + vlen])))
     r = Record.__new__(Record)
-    r.offset = offset
-    r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
+    r.offset = base_offset + rec.off_delta
+    r.timestamp = max_timestamp if lat else base_timestamp + rec.ts_delta
     r.timestamp_type = ts_name
-    r.key = key
-    r.value = value
+    r.key = None if rec.klen < 0 else bytes(buf[rec.key:rec.key + rec.klen])
+    r.value = None if rec.vlen < 0 else bytes(buf[rec.value:rec.value + rec.vlen])
     r.headers = headers
-    return r, pos
+    return r, rec.end
 
 
 _LEGACY_HEAD = struct.Struct(">qiIbb")          # offset, length, crc, magic, attributes

@@ -263,13 +263,15 @@ class RecordBatch(_KernelHeader):
             raise CorruptRecordError(f"negative last offset delta {self.last_offset_delta}",
                                      position=self.position, offset=self.base_offset,
                                      reason="offset")
-        recs = self.records()
-        for r in recs:
-            if r.offset > self.last_offset or r.offset < self.base_offset:
-                raise CorruptRecordError(
-                    f"record offset {r.offset} outside the batch's range "
-                    f"[{self.base_offset}, {self.last_offset}]", position=self.position,
-                    offset=r.offset, reason="offset")
+        # the records' structure, checked by the kernel's walker without making records
+        buf, start, end, count, _, _, _, _, on_error = self._args()
+        outside = K.validate_records_v2(buf, start, end, count, self.base_offset,
+                                        self.last_offset, on_error)
+        if outside is not None:
+            raise CorruptRecordError(
+                f"record offset {outside} outside the batch's range "
+                f"[{self.base_offset}, {self.last_offset}]", position=self.position,
+                offset=outside, reason="offset")
         if self.is_control:
             self._control = None
             self._control_marker()
