@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 
 import pytest
 
@@ -332,25 +333,63 @@ def test_fail_on_data_loss_false_skips_offsets_that_are_gone(logdirs, tmp_path):
     assert rows_of_table(table, headers=False) == expected_rows(root, headers=False)
 
 
-def test_corrupt_data_is_skipped_only_when_asked(logdirs, tmp_path):
+def _flip_mid_segment(logdirs, root):
+    """Copy orders-0 and flip one byte inside a batch in the middle of its first segment:
+    (damaged root, damaged batch position, its base offset, resume position, resume offset)."""
     import shutil
-    import warnings
-    from kafkawire.errors import CorruptRecordError
-    root = tmp_path / "bad"
+    from kafkawire import _kernels as K
+    from kafkawire import _scan_common as SC
     shutil.copytree(os.path.join(logdirs, "orders-0"), root / "orders-0")
-    seg = root / "orders-0" / sorted(f for f in os.listdir(root / "orders-0") if f.endswith(".log"))[0]
-    data = bytearray(seg.read_bytes())
-    data[len(data) // 2: len(data) // 2 + 64] = b"\xff" * 64      # garbage in the middle of a segment
-    seg.write_bytes(bytes(data))
-    for extra in ({}, {"failondataloss": "false"}):
+    with Log.open(str(root / "orders-0")) as log:
+        seg = log.segments[0]
+        assert len(log.segments) > 1
+        rows, _stop, _status = K.scan_batches(seg.buffer, 0, seg.size, -1, False)
+        index = seg.disk_offset_index.positions
+        k = len(rows) // 2
+        while int(rows[k, SC.POSITION]) in set(index.tolist()):
+            k += 1                      # a batch that is not an index entry: damage inside an interval
+        pos, size = int(rows[k, SC.POSITION]), int(rows[k, SC.SIZE])
+        base = int(rows[k, SC.BASE_OFFSET])
+        resume = int(index[index > pos][0])
+        resume_offset = int(rows[rows[:, SC.POSITION] == resume][0, SC.BASE_OFFSET])
+        path = seg.path
+    data = bytearray(open(path, "rb").read())
+    data[pos + size // 2] ^= 0x10                 # one flipped bit in the records
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    return str(root), pos, base, resume, resume_offset
+
+
+def test_skipping_corrupt_data_never_depends_on_the_split(logdirs, tmp_path, caplog):
+    import logging
+    from kafkawire.errors import CorruptRecordError
+    root, pos, base, resume, resume_offset = _flip_mid_segment(logdirs, tmp_path / "bad")
+    for extra in ({"verifycrc": "true"}, {"verifycrc": "true", "failondataloss": "false"}):
         with pytest.raises(CorruptRecordError, match="skipCorruptData=true"):
-            read_in_process({"path": str(root), "verifycrc": "true", **extra})
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        _, table = read_in_process({"path": str(root), "verifycrc": "true", "skipcorruptdata": "true"})
-    with Log.open(os.path.join(logdirs, "orders-0")) as intact:
-        assert 0 < table.num_rows < sum(1 for _ in intact.records())
-    assert any("skipCorruptData" in str(w.message) for w in caught)
+            read_in_process({"path": root, **extra})
+    # the rule, from the files alone: the damaged batch and the batches after it up to the next
+    # index entry are gone; Log.records() on the intact copy gives the rest
+    intact = os.path.join(logdirs)
+    want = (expected_rows(intact, ranges={("orders", 0): (0, base)})
+            + expected_rows(intact, ranges={("orders", 0): (resume_offset, _bounds(logdirs)[("orders", 0)][1])}))
+    splits = [{"minpartitions": str(n), "maxbytespertask": "4k" if n == 8 else "64m"} for n in (1, 2, 4, 8)]
+    splits += [{"maxrecordsperpartition": str(n)} for n in (700, 2500)]
+    for url in (False, True):
+        for split in splits:
+            caplog.clear()
+            path = "file://" + root if url else root
+            with caplog.at_level(logging.WARNING, logger="kafkawire.spark"):
+                tasks, table = read_in_process({"path": path, "skipcorruptdata": "true",
+                                                  "includeheaders": "true", **split})
+            assert rows_of_table(table) == want, (url, split, len(tasks))
+            skipped = [r.getMessage() for r in caplog.records if "skipped damaged bytes" in r.getMessage()]
+            assert skipped and all("orders-0" in m and "skipCorruptData" in m for m in skipped)
+            # each task reports the damaged bytes of its own range: together, exactly the skipped ones
+            spans = sorted(tuple(int(x) for x in re.search(r"bytes (\d+)\.\.(\d+)", m).groups())
+                           for m in skipped)
+            assert spans[0][0] == pos and max(b for _a, b in spans) == resume
+            assert all(a <= b0 for (_a0, b0), (a, _b) in zip(spans, spans[1:]))
+            assert split is not splits[0] or f"reading resumes at offset {resume_offset}" in skipped[0]
 
 
 def test_stream_data_loss_and_min_offsets_per_trigger(logdirs, tmp_path):

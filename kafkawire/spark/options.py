@@ -51,7 +51,7 @@ KNOWN = {
     "isolation": "read_uncommitted | read_committed",
     "kafka.isolation.level": "alias of isolation",
     "failondataloss": "true | false: false skips offsets that are gone or out of range, with a warning",
-    "skipcorruptdata": "true | false: skip the rest of a segment from a corrupt batch on, with a warning",
+    "skipcorruptdata": "true | false: skip damaged batches up to the next valid index entry, logged at WARN",
     "maxbytespertask": "largest byte range of .log files one task reads (e.g. 64m)",
     "recordsperbatch": "rows per Arrow batch a task decodes at most (10000..100000)",
     "pushfilters": "true | false: accept Spark's pushed filters (off by default, see README)",

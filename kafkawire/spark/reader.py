@@ -8,10 +8,11 @@ rejects anything else).  Small chunks are coalesced so each batch carries
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -20,6 +21,7 @@ from kafkawire import _kernels as K
 from kafkawire._deps import require
 from kafkawire import _scan_common as SC
 from kafkawire.errors import CorruptRecordError, LogError
+from kafkawire.log.segment import Segment
 from kafkawire.log.storage import storage_for
 from kafkawire.records.columnar import iter_column_chunks
 from kafkawire.spark import layout
@@ -32,6 +34,8 @@ try:
     from pyspark.sql.datasource import DataSourceReader
 except ImportError:  # the task side is testable with plain pyarrow
     DataSourceReader = object  # type: ignore[misc,assignment]
+
+log = logging.getLogger("kafkawire.spark.reader")
 
 MIN_BATCH_ROWS = 10_000
 TRACE_ENV = "KAFKAWIRE_SPARK_TRACE"   # file to append "path start end" for every slice read (tests)
@@ -128,11 +132,55 @@ def _ranged_pieces(storage, s: Slice, st: ReadSettings) -> Iterator[Tuple[object
     if carry:
         yield carry, 0, len(carry), cpos    # a batch cut by the slice's end: ends cleanly
 def read_slice(s: Slice, st: ReadSettings) -> Iterator:
-    """Arrow record batches of one slice (in the declared schema), before coalescing."""
+    """Arrow record batches of one slice (in the declared schema), before coalescing.
+
+    With ``skipCorruptData`` a damaged batch and what follows it up to the next
+    offset-index entry that holds a valid batch are skipped (see
+    :func:`resume_after`): a rule of the files alone, so the rows do not depend on
+    where the slice starts or ends.
+    """
     _trace(s)
     if s.end_pos <= s.start_pos or s.end_offset <= s.start_offset:
         return
     storage = storage_for(s.path, st.storage_options)
+    span = s
+    while True:
+        damage = yield from _read_span(storage, span, st)
+        if damage is None:
+            return
+        resume = resume_after(storage, span, damage)
+        if resume is None or resume >= s.end_pos:
+            return
+        span = replace(s, start_pos=resume)
+
+
+@dataclass(frozen=True)
+class Damage:
+    """The first invalid batch a slice met: its file position and why."""
+
+    position: int
+    reason: str
+
+
+def _first_damage(buf, start: int, end: int, base: int, s: Slice) -> Optional[Damage]:
+    """The first batch of ``buf[start:end]`` whose header or CRC is invalid, if any.
+
+    A batch cut by ``end`` is damage only when ``end`` is the slice's end: a
+    slice ends at a batch boundary, so a batch running past it has a false
+    length (inside a slice, a block's end cuts batches normally)."""
+    _rows, stop, status = K.scan_batches(buf, start, end, -1, True)
+    if status == SC.OK or (status == SC.PARTIAL and base + end < s.end_pos):
+        return None
+    return Damage(base + int(stop), _REASONS.get(status, SC.STATUS_NAMES[status]))
+
+
+_REASONS = {SC.PARTIAL: "its length runs past the end of the batches", SC.CORRUPT_LENGTH: "bad length",
+            SC.BAD_MAGIC: "unknown magic byte", SC.CRC_MISMATCH: "CRC mismatch"}
+
+
+def _read_span(storage, s: Slice, st: ReadSettings):
+    """Decode the slice; with ``skipCorruptData`` stop before the first damaged batch and return
+    it (None: the slice was read to its end)."""
     pieces = (_ranged_pieces if storage.ranged else _mapped_pieces)(storage, s, st)
     try:
         piece = next(pieces)
@@ -140,18 +188,40 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
         if st.fail_on_data_loss:
             raise LogError(f"segment {s.path} was deleted after the query was planned (retention or "
                            "compaction?); rerun the query, or set failOnDataLoss=false to skip it") from None
-        warnings.warn(f"kafkawire: segment {s.path} is gone; skipped (failOnDataLoss=false)")
-        return
+        log.warning("kafkawire: segment %s is gone; skipped (failOnDataLoss=false)", s.path)
+        return None
+    skipping = st.skip_corrupt_data
     txn: List[Optional[TxnMarkers]] = [None]    # built on the first transactional chunk
+    done = [s.start_pos, s.start_offset]        # where the yielded chunks end: position, next offset
     try:
         while piece is not None:
             buf, start, end, base = piece
+            bad = None
+            if skipping:
+                bad = _first_damage(buf, start, end, base, s)
+                if bad is not None:
+                    end = bad.position - base
+            elif st.verify_crc:
+                _check_crcs(buf, start, end, base, s)
             it = iter_column_chunks(buf, start=start, end=end, base_position=base,
                                     max_records=st.records_per_batch, start_offset=s.start_offset,
                                     end_offset=s.end_offset, include_headers=st.include_headers)
-            if st.verify_crc:
-                _check_crcs(buf, start, end, base, s)
-            yield from _decode(it, s, st, txn)
+            try:
+                yield from _decode(it, s, st, txn, done)
+            except CorruptRecordError as exc:
+                if not skipping:
+                    raise type(exc)(f"{exc} (in {s.path}; set skipCorruptData=true to skip damaged "
+                                    "batches)", position=None, reason=exc.reason) from exc
+                # a batch whose CRC matches but which does not decode: the rows before it that
+                # were not yielded yet are decoded again, then it is skipped like any damage
+                at = max(_batch_holding(buf, start, end, base, exc.position), done[0])
+                yield from _decode(iter_column_chunks(
+                    buf, start=max(start, done[0] - base), end=at - base, base_position=base,
+                    max_records=st.records_per_batch, start_offset=max(s.start_offset, done[1]),
+                    end_offset=s.end_offset, include_headers=st.include_headers), s, st, txn, done)
+                return Damage(at, exc.message)
+            if bad is not None:
+                return bad
             # the next piece resumes at a batch cut by this one's end, or after it;
             # decoding that stopped early reached the slice's end offset
             if it.partial_tail is not None:
@@ -166,19 +236,81 @@ def read_slice(s: Slice, st: ReadSettings) -> Iterator:
                     piece = pieces.send(resume)
                 except StopIteration:
                     pass
-    except CorruptRecordError as exc:
-        if not st.skip_corrupt_data:
-            raise type(exc)(f"{exc} (in {s.path}; set skipCorruptData=true to skip the rest of a "
-                            "damaged segment)", position=None, reason=exc.reason) from exc
-        warnings.warn(f"kafkawire: skipping the rest of {s.path} (skipCorruptData=true): {exc}")
     finally:
         pieces.close()
+    return None
 
 
-def _decode(it, s: Slice, st: ReadSettings, txn: List[Optional[TxnMarkers]]) -> Iterator:
-    """Arrow batches of the non-empty chunks, read_committed and time bounds applied."""
+def _batch_holding(buf, start: int, end: int, base: int, position: Optional[int]) -> int:
+    """File position of the batch of ``buf[start:end]`` holding file position ``position``."""
+    rows, _stop, _status = K.scan_batches(buf, start, end, -1, False)
+    at = base + start
+    if position is not None:
+        for p in rows[:, SC.POSITION].tolist():
+            if base + p > position:
+                break
+            at = base + p
+    return at
+
+
+def resume_after(storage, s: Slice, damage: Damage) -> Optional[int]:
+    """Where reading resumes after damage at ``damage.position``: the first entry of the segment's
+    offset index past it whose batch has a valid header and CRC (None: the rest of the segment
+    is skipped).  A scan from the segment's start and a task starting anywhere else reach the
+    same answer, since every task starts at the segment's start or at an index entry.  The
+    damaged bytes inside this slice are logged at WARN."""
+    seg = Segment.open(s.path, storage=storage)
+    try:
+        positions = seg.disk_offset_index.positions
+        found: Optional[int] = None
+        offset: Optional[int] = None
+        for q in positions[positions > damage.position].tolist():
+            if q >= s.end_pos:
+                break
+            head = _valid_batch_at(storage, seg, int(q), s.end_pos)
+            if head is not None:
+                found, offset = int(q), head
+                break
+    finally:
+        seg.close()
+    upto = s.end_pos if found is None else found
+    where = (f"reading resumes at offset {offset} (file position {found})" if found is not None
+             else f"no valid batch at an index entry before {s.end_pos}, where this task's range ends")
+    log.warning("kafkawire: %s-%d: skipped damaged bytes %d..%d of %s (%d bytes; %s at %d); %s "
+                "(skipCorruptData=true)", s.topic, s.partition, damage.position, upto, s.path,
+                upto - damage.position, damage.reason, damage.position, where)
+    return found
+
+
+def _valid_batch_at(storage, seg: Segment, pos: int, end: int) -> Optional[int]:
+    """The base offset of the batch at ``pos`` if its header is sane, it ends by ``end`` and its
+    CRC matches; else None."""
+    if storage.ranged:
+        head = storage.read_range(seg.path, pos, SC.LOG_OVERHEAD)
+        if len(head) < SC.LOG_OVERHEAD:
+            return None
+        size = SC.LOG_OVERHEAD + int.from_bytes(head[8:12], "big", signed=True)
+        if not SC.LOG_OVERHEAD < size <= end - pos:
+            return None
+        buf, start, stop = storage.read_range(seg.path, pos, size), 0, size
+    else:
+        buf, start, stop = seg.buffer, pos, end
+    rows, _stop, status = K.scan_batches(buf, start, stop, 1, True)
+    if status != SC.OK or not len(rows):
+        return None
+    return int(rows[0, SC.BASE_OFFSET])
+
+
+def _decode(it, s: Slice, st: ReadSettings, txn: List[Optional[TxnMarkers]],
+            done: Optional[List[int]] = None) -> Iterator:
+    """Arrow batches of the non-empty chunks, read_committed and time bounds applied; ``done``
+    follows where the decoded chunks end (file position, next offset)."""
     committed = st.isolation == "read_committed"
     for chunk in it:
+        if done is not None:
+            done[0] = chunk.end_position
+            if chunk.next_offset is not None:
+                done[1] = max(done[1], int(chunk.next_offset))
         mask = None
         if committed and len(chunk) and chunk.is_transactional.any():
             if txn[0] is None:
@@ -203,8 +335,9 @@ def _check_crcs(buf, start: int, end: int, base: int, s: Slice) -> None:
     """CRC of every batch in ``buf[start:end]``, by the header-scan kernel (no decompression)."""
     _rows, stop, status = K.scan_batches(buf, start, end, -1, True)
     if status == SC.CRC_MISMATCH:
-        raise CorruptRecordError("batch CRC does not match its contents", position=base + int(stop),
-                                 reason="crc", path=s.path)
+        raise CorruptRecordError("batch CRC does not match its contents (set skipCorruptData=true to "
+                                 "skip damaged batches)", position=base + int(stop), reason="crc",
+                                 path=s.path)
 
 
 _warned_pure = False
