@@ -197,6 +197,17 @@ def find_partitions(root: str, storage: Optional[Storage] = None) -> List[Tuple[
     return found
 
 
+def fsync_dir(path: str) -> None:
+    """Make a folder's new, renamed and removed entries durable (a no-op off POSIX)."""
+    if os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def read_leader_epoch_checkpoint(path: str) -> List[Tuple[int, int]]:
     """``[(leader_epoch, start_offset), ...]`` from a ``leader-epoch-checkpoint`` file.
 

@@ -38,7 +38,6 @@ from kafkawire.log import files as F
 from kafkawire.log.lock import FolderLock
 from kafkawire.log.log import Log
 from kafkawire.log.segment import Segment
-from kafkawire.log.writer import _fsync_dir
 
 log = logging.getLogger("kafkawire.log.retention")
 
@@ -126,7 +125,7 @@ class RetentionPlan:
                     target = path + DELETED_SUFFIX
                     os.replace(path, target)
                     renamed.append(target)
-            _fsync_dir(self.path)
+            F.fsync_dir(self.path)
         self.applied = True
         log.info("%s: %s", self.path, self)
         if self._log is not None:

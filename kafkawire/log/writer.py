@@ -131,16 +131,6 @@ class _ActiveSegment:
             os.close(fd)
 
 
-def _fsync_dir(path: str) -> None:
-    if os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _refuse(batch: Any, message: str, reason: str) -> None:
     raise CorruptRecordError(f"{message}; nothing was written", position=batch.position,
                              offset=batch.base_offset, reason=reason)
@@ -307,7 +297,7 @@ class LogWriter:
         self._seg = _ActiveSegment(self.path, base_offset, self.index_interval_bytes,
                                    self.max_index_bytes, self._clock(), jitter)
         if not existing:
-            _fsync_dir(self.path)
+            F.fsync_dir(self.path)
         return self._seg
 
     def roll(self) -> None:

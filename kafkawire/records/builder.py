@@ -49,10 +49,7 @@ def _now_ms() -> int:
 def _encode_records_v2(offset_deltas: Sequence[int], timestamp_deltas: Sequence[int],
                        keys: Sequence[Optional[Bytes]], values: Sequence[Optional[Bytes]],
                        headers: Sequence[Optional[List[Header]]]) -> bytes:
-    enc: Any = getattr(K, "encode_records_v2", None)
-    if enc is None:  # a backend that predates the encode kernel
-        from kafkawire._pure.records import encode_records_v2 as enc
-    encoded: bytes = enc(offset_deltas, timestamp_deltas, keys, values, headers)
+    encoded: bytes = K.encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers)
     return encoded
 
 

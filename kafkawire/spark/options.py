@@ -174,11 +174,11 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
         raise OptionError("startingOffsetsByTimestampStrategy must be error or latest")
     ro.starting_ts_strategy = strategy
 
-    ro.include_headers = _bool(opts, "includeheaders", False)
-    ro.min_partitions = _int(opts, "minpartitions", minimum=1)
-    ro.max_records_per_partition = _int(opts, "maxrecordsperpartition", minimum=1)
-    ro.max_offsets_per_trigger = _int(opts, "maxoffsetspertrigger", minimum=1)
-    ro.min_offsets_per_trigger = _int(opts, "minoffsetspertrigger", minimum=1)
+    ro.include_headers = bool_option(opts, "includeheaders", False)
+    ro.min_partitions = int_option(opts, "minpartitions", minimum=1)
+    ro.max_records_per_partition = int_option(opts, "maxrecordsperpartition", minimum=1)
+    ro.max_offsets_per_trigger = int_option(opts, "maxoffsetspertrigger", minimum=1)
+    ro.min_offsets_per_trigger = int_option(opts, "minoffsetspertrigger", minimum=1)
     delay = _duration(opts, "maxtriggerdelay")
     if delay is not None:
         ro.max_trigger_delay_ms = delay
@@ -194,18 +194,18 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
     if iso not in ("read_uncommitted", "read_committed"):
         raise OptionError(f"isolation must be read_uncommitted or read_committed, not {iso!r}")
     ro.isolation = iso
-    ro.fail_on_data_loss = _bool(opts, "failondataloss", True)
-    ro.skip_corrupt_data = _bool(opts, "skipcorruptdata", False)
-    size = _size(opts, "maxbytespertask")
+    ro.fail_on_data_loss = bool_option(opts, "failondataloss", True)
+    ro.skip_corrupt_data = bool_option(opts, "skipcorruptdata", False)
+    size = size_option(opts, "maxbytespertask")
     if size is not None:
         ro.max_bytes_per_task = size
-    rows = _int(opts, "recordsperbatch", minimum=1)
+    rows = int_option(opts, "recordsperbatch", minimum=1)
     if rows is not None:
         if not 10_000 <= rows <= 100_000:
             raise OptionError("recordsPerBatch must be between 10000 and 100000 (rows per Arrow batch)")
         ro.records_per_batch = rows
-    ro.push_filters = _bool(opts, "pushfilters", False)
-    ro.verify_crc = _bool(opts, "verifycrc", False)
+    ro.push_filters = bool_option(opts, "pushfilters", False)
+    ro.verify_crc = bool_option(opts, "verifycrc", False)
     return ro
 
 
@@ -343,7 +343,8 @@ def _parse_ts(opts: Dict[str, str], single: str, per: str):
     return None
 
 
-def _bool(opts: Dict[str, str], key: str, default: bool) -> bool:
+def bool_option(opts: Dict[str, str], key: str, default: bool) -> bool:
+    """Option ``key`` as true/false (also 1/0, yes/no); ``default`` when it is not given."""
     if key not in opts:
         return default
     v = opts[key].strip().lower()
@@ -354,7 +355,8 @@ def _bool(opts: Dict[str, str], key: str, default: bool) -> bool:
     raise OptionError(f"option {key} must be true or false, not {opts[key]!r}")
 
 
-def _int(opts: Dict[str, str], key: str, *, minimum: int) -> Optional[int]:
+def int_option(opts: Dict[str, str], key: str, *, minimum: int) -> Optional[int]:
+    """Option ``key`` as an integer of at least ``minimum``; None when it is not given."""
     if key not in opts:
         return None
     try:
@@ -370,7 +372,8 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 2
           "g": 1 << 30, "gb": 1 << 30}
 
 
-def _size(opts: Dict[str, str], key: str) -> Optional[int]:
+def size_option(opts: Dict[str, str], key: str) -> Optional[int]:
+    """Option ``key`` as a byte count (``65536``, ``64k``, ``64m``, ``1g``; at least 4k)."""
     if key not in opts:
         return None
     m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", opts[key].lower())

@@ -29,7 +29,7 @@ from kafkawire._deps import require
 from kafkawire._format import CODEC_NAMES
 from kafkawire.log import Log, LogWriter
 from kafkawire.records import BatchBuilder
-from kafkawire.spark.options import OptionError, _bool, _int, _size, log
+from kafkawire.spark.options import OptionError, bool_option, int_option, log, size_option
 
 _ds = require("pyspark.sql.datasource", "spark", "Writing with the Spark data source")
 DataSourceArrowWriter = _ds.DataSourceArrowWriter
@@ -78,14 +78,14 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         raise OptionError(f"{path}: writing goes to a local or mounted folder; URLs are read-only")
     wo = WriteOptions(path=os.path.abspath(path), raw=opts)
     wo.topic = opts.get("topic") or None
-    wo.partitions = _int(opts, "partitions", minimum=1) or 1
+    wo.partitions = int_option(opts, "partitions", minimum=1) or 1
     codec = opts.get("compression", "none").strip().lower()
     if codec not in CODECS:
         raise OptionError(f"compression must be one of {', '.join(CODECS)}, not {codec!r}")
     wo.compression = codec
     for key, attr in (("batchsize", "batch_bytes"), ("segmentbytes", "segment_bytes"),
                       ("indexintervalbytes", "index_interval_bytes")):
-        v = _size(opts, key)
+        v = size_option(opts, key)
         if v is not None:
             setattr(wo, attr, v)
     return wo
