@@ -13,13 +13,14 @@ if TYPE_CHECKING:
     from kafkawire.log import Log, LogDir, LogWriter, Segment
     from kafkawire.records import BatchBuilder, RecordBatch, iter_batches
     from kafkawire.records._types import Record
+    from kafkawire.server import Broker
 
     backend: str
 
 __version__ = "0.1.0"
 
 __all__ = ["iter_batches", "Record", "RecordBatch", "BatchBuilder", "Log", "LogDir", "Segment",
-           "LogWriter", "Client", "Producer", "Consumer", "backend", "errors", "__version__"]
+           "LogWriter", "Client", "Producer", "Consumer", "Broker", "backend", "errors", "__version__"]
 
 _LAZY = {
     "iter_batches": ("kafkawire.records", "iter_batches"),
@@ -32,6 +33,7 @@ _LAZY = {
     "Client": ("kafkawire.client", "Client"),
     "Producer": ("kafkawire.client.producer", "Producer"),
     "Consumer": ("kafkawire.client.consumer", "Consumer"),
+    "Broker": ("kafkawire.server.broker", "Broker"),
 }
 
 

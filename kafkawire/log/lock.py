@@ -122,3 +122,53 @@ class FolderLock:
             self.release()
         except Exception:
             pass
+
+
+class LogDirLock:
+    """A broker's exclusive lock on a ``log.dirs`` folder's ``.lock`` (Kafka's own lock, a
+    POSIX record lock, so a Java broker and this process exclude each other).
+
+    While held, :class:`FolderLock`\\ s taken in this process on partition folders inside
+    it share the one descriptor instead of taking (and, on release, dropping) a lock of
+    their own.  Raises :class:`~kafkawire.errors.LogLockedError` when another process holds it.
+    """
+
+    def __init__(self, log_dir: str) -> None:
+        self.folder = os.path.abspath(log_dir)
+        self.path = os.path.join(self.folder, LOCK_FILE_NAME)
+        self._held = False
+        if fcntl is None:
+            return
+        with _parent_mutex:
+            if self.path in _parent_locks:
+                raise LogLockedError(f"{self.folder} is already in use in this process "
+                                     "(a broker or a LogWriter is open on it)")
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise LogLockedError(
+                    f"{self.folder} is locked by a running broker or a program changing it "
+                    f"(lock file {self.path}); only one broker may serve a log dir") from None
+            _parent_locks[self.path] = (fd, 1)
+            self._held = True
+
+    def release(self) -> None:
+        """Let the lock go once no partition lock in this process shares it (idempotent)."""
+        if not self._held:
+            return
+        self._held = False
+        with _parent_mutex:
+            fd, count = _parent_locks[self.path]
+            if count > 1:
+                _parent_locks[self.path] = (fd, count - 1)
+            else:
+                del _parent_locks[self.path]
+                os.close(fd)
+
+    def __enter__(self) -> "LogDirLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

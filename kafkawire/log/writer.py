@@ -333,6 +333,12 @@ class LogWriter:
             self.flush()
         return due
 
+    @property
+    def first_unstable_offset(self) -> int:
+        """First offset of the oldest transaction still open in this log (its last stable
+        offset), or :attr:`next_offset` when none is open."""
+        return min(self._open_txns.values(), default=self.next_offset)
+
     def close(self) -> None:
         if self.closed:
             return

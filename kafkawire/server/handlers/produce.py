@@ -1,0 +1,163 @@
+"""Produce: validate each partition's batch as Kafka does, append it, answer with offsets.
+
+Errors are Kafka's, per partition: CORRUPT_MESSAGE (CRC, sizes),
+INVALID_RECORD (record count, offsets, magic below 2), MESSAGE_TOO_LARGE
+(``max.message.bytes``), INVALID_TIMESTAMP (``message.timestamp.*.max.ms``),
+UNKNOWN_TOPIC_OR_PARTITION; idempotent and transactional batches go through
+the partition's producer state (sequence and epoch checks).
+"""
+from __future__ import annotations
+
+import struct
+import time
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
+from kafkawire._format import (V2_ATTRIBUTES, V2_CRC, V2_CRC_START, V2_MAX_TIMESTAMP)
+from kafkawire.errors import CorruptRecordError, LogError
+from kafkawire.protocol import ApiKey, ProduceResponse
+from kafkawire.server.dispatch import RequestContext
+from kafkawire.server.partitions import Partition
+
+if TYPE_CHECKING:
+    from kafkawire.server.broker import Broker
+
+__all__ = ["register", "ProduceError", "check_batches"]
+
+NONE = 0
+CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
+MESSAGE_TOO_LARGE = 10
+INVALID_REQUIRED_ACKS = 21
+TOPIC_AUTHORIZATION_FAILED = 29
+INVALID_TIMESTAMP = 32
+KAFKA_STORAGE_ERROR = 56
+INVALID_RECORD = 87
+_LONG_MAX = (1 << 63) - 1
+_CORRUPT_REASONS = ("crc", "length", "truncated", "size", "magic")
+
+
+class ProduceError(Exception):
+    """A partition's produce refused with a Kafka error code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_batches(part: Partition, data: bytes, now_ms: int) -> Tuple[bytes, int, Any]:
+    """Kafka's checks before an append (``ProduceRequest.validateRecords`` and the parts of
+    ``LogValidator`` LogWriter does not do): one v2 batch, its size, its timestamps;
+    LogAppendTime applied.  ``(data, log_append_time, header row)``."""
+    rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
+    if status == C.CRC_MISMATCH:
+        raise ProduceError(CORRUPT_MESSAGE, "record batch CRC mismatch")
+    if status != C.OK or stop != len(data) or len(rows) == 0:
+        raise ProduceError(CORRUPT_MESSAGE, f"records are not a complete batch "
+                           f"({C.STATUS_NAMES[status]} at byte {stop} of {len(data)})")
+    if len(rows) != 1:
+        raise ProduceError(INVALID_RECORD, "Produce requests with version 3+ are only allowed to "
+                           "contain exactly one record batch")
+    row = rows[0].tolist()
+    if row[C.MAGIC] != 2:
+        raise ProduceError(INVALID_RECORD, "Produce requests with version 3+ are only allowed to "
+                           "contain record batches with magic version 2")
+    if row[C.ATTRIBUTES] & C.CONTROL_MASK:
+        raise ProduceError(INVALID_RECORD, "clients may not write control batches")
+    max_bytes = int(part.config("max.message.bytes") or 1048588)
+    if row[C.SIZE] > max_bytes:
+        raise ProduceError(MESSAGE_TOO_LARGE, f"the batch is {row[C.SIZE]} bytes, over the "
+                           f"topic's max.message.bytes ({max_bytes})")
+    append_time = -1
+    if part.config("message.timestamp.type") == "LogAppendTime":
+        append_time = now_ms
+        buf = bytearray(data)
+        attrs = struct.unpack_from(">h", buf, V2_ATTRIBUTES)[0] | C.TIMESTAMP_TYPE_MASK
+        struct.pack_into(">h", buf, V2_ATTRIBUTES, attrs)
+        struct.pack_into(">q", buf, V2_MAX_TIMESTAMP, now_ms)
+        struct.pack_into(">I", buf, V2_CRC, K.crc32c(buf, V2_CRC_START, -1, 0))
+        data = bytes(buf)
+    else:
+        before = int(part.config("message.timestamp.before.max.ms") or _LONG_MAX)
+        after = int(part.config("message.timestamp.after.max.ms") or _LONG_MAX)
+        if before < _LONG_MAX or after < _LONG_MAX:
+            from kafkawire.records import iter_batches
+            for batch in iter_batches(data):
+                for rec in batch:
+                    ts = rec.timestamp
+                    if ts < now_ms - before or ts > now_ms + after:
+                        raise ProduceError(INVALID_TIMESTAMP, f"timestamp {ts} of offset "
+                                           f"{rec.offset} is out of the allowed range")
+    return data, append_time, row
+
+
+async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optional[ProduceResponse]:
+    broker = ctx.broker
+    pm = broker.partitions
+    acks = req.acks
+    T = ProduceResponse.TopicProduceResponse
+    P = T.PartitionProduceResponse
+    now = int(time.time() * 1000)
+    txn = getattr(broker, "txn_coordinator", None)
+    topics: List[Any] = []
+    appended = False
+    for td in req.topic_data:
+        parts = []
+        for pd in td.partition_data:
+            res = P(index=pd.index, error_code=NONE, base_offset=-1, log_append_time_ms=-1,
+                    log_start_offset=-1, record_errors=[], error_message=None)
+            parts.append(res)
+            part = pm.partition(td.name, pd.index)
+            try:
+                if acks not in (-1, 0, 1):
+                    raise ProduceError(INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
+                if part is None:
+                    raise ProduceError(UNKNOWN_TOPIC_OR_PARTITION,
+                                       f"{td.name}-{pd.index} is not on this broker")
+                if part.writer is None:
+                    raise ProduceError(TOPIC_AUTHORIZATION_FAILED,
+                                       "this broker serves its log dirs read-only")
+                if part.topic.internal:
+                    raise ProduceError(TOPIC_AUTHORIZATION_FAILED,
+                                       f"clients may not write to {td.name}")
+                if pd.records is None:
+                    raise ProduceError(CORRUPT_MESSAGE, "no records")
+                data, append_time, row = check_batches(part, bytes(pd.records), now)
+                if txn is not None and row[C.ATTRIBUTES] & C.TRANSACTIONAL_MASK:
+                    code = txn.check_produce(req.transactional_id, td.name, pd.index,
+                                             row[C.PRODUCER_ID], row[C.PRODUCER_EPOCH])
+                    if code:
+                        raise ProduceError(code, "transaction state refuses this batch")
+                producers = getattr(part, "producers", None)
+                if producers is not None and row[C.PRODUCER_ID] >= 0:
+                    dup = producers.check(row)
+                    if dup is not None:   # a retried batch: answer with its first offsets
+                        res.base_offset = dup
+                        res.log_start_offset = part.log_start_offset
+                        continue
+                first, last = part.append(data)
+                appended = True
+                if producers is not None and row[C.PRODUCER_ID] >= 0:
+                    producers.update(row, first, last)
+                res.base_offset = first
+                res.log_append_time_ms = append_time
+                res.log_start_offset = part.log_start_offset
+            except ProduceError as exc:
+                res.error_code, res.error_message = exc.code, exc.message
+            except CorruptRecordError as exc:
+                res.error_code = CORRUPT_MESSAGE if exc.reason in _CORRUPT_REASONS else INVALID_RECORD
+                res.error_message = str(exc)
+            except LogError as exc:
+                res.error_code, res.error_message = KAFKA_STORAGE_ERROR, str(exc)
+        topics.append(T(name=td.name, partition_responses=parts))
+    if appended:
+        pm.wake()
+    if acks == 0:
+        return None
+    return ProduceResponse(responses=topics, throttle_time_ms=0)
+
+
+def register(broker: "Broker") -> None:
+    broker.dispatcher.register(ApiKey.PRODUCE, handle_produce, versions=(3, 11))

@@ -1,0 +1,236 @@
+"""The broker's network loop: one asyncio event loop, one coroutine per connection.
+
+Each connection reads size-prefixed frames (at most ``socket.request.max.bytes``),
+decodes the request header and body with :mod:`kafkawire.protocol`, hands it
+to the dispatcher and writes the response before reading the next request,
+as a Kafka broker processes one request per connection at a time: responses
+go out in request order.  Writes wait for the socket (``drain``), so a client
+that does not read its responses only stalls itself.  Record sections of
+Fetch responses are sent from the segment files with ``sendfile`` on
+plaintext connections.
+
+A malformed frame (negative or oversized length, undecodable header or
+body, an API or version not advertised) closes that connection with one log
+line; other connections are not affected.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import struct
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
+
+from kafkawire import _kernels as K
+from kafkawire.errors import KafkaWireError
+from kafkawire.protocol import (ApiKey, ApiVersionsResponse, decode_request, encode_response,
+                                request_header_version, response_header_version)
+from kafkawire.protocol.headers import ResponseHeader
+from kafkawire.protocol.schema import Message
+from kafkawire.server.dispatch import RawResponse, RequestContext
+
+if TYPE_CHECKING:
+    from kafkawire.server.broker import Broker
+    from kafkawire.server.partitions import FileRegion
+
+__all__ = ["NetworkServer", "encode_raw_response"]
+
+log = logging.getLogger("kafkawire.server.network")
+
+_SIZE = struct.Struct(">i")
+_UNSUPPORTED_VERSION = 35
+#: File regions smaller than this are read and written instead of sendfile'd.
+_SENDFILE_MIN = 16 * 1024
+
+Part = Union[bytes, "FileRegion"]
+
+
+def encode_raw_response(raw: RawResponse, version: int, correlation_id: int) -> Tuple[List[Part], int]:
+    """A response whose record fields are file regions: ``(parts, total size)`` where parts
+    are bytes and :class:`FileRegion` in wire order, the first carrying the size prefix."""
+    msg = raw.message
+    encoded = encode_response(msg, version, correlation_id)
+    flexible = type(msg).is_flexible(version)
+    parts: List[Part] = []
+    total = len(encoded) - 4
+    pos = 0
+    found = []
+    for token, region in raw.regions.items():
+        at = encoded.find(token, 4)
+        if at < 0:
+            raise AssertionError("placeholder missing from the encoded response")
+        found.append((at, token, region))
+    found.sort(key=lambda x: x[0])
+    head = bytearray()
+    for at, token, region in found:
+        n = len(token)
+        if flexible:
+            plen = len(K.write_unsigned_varint(n + 1))
+            prefix = K.write_unsigned_varint(region.size + 1)
+        else:
+            plen = 4
+            prefix = _SIZE.pack(region.size)
+        head += encoded[pos:at - plen]
+        head += prefix
+        parts.append(bytes(head))
+        head = bytearray()
+        parts.append(region)
+        total += region.size - n + len(prefix) - plen
+        pos = at + n
+    head += encoded[pos:]
+    parts.append(bytes(head))
+    first = parts[0]
+    assert isinstance(first, bytes)
+    parts[0] = _SIZE.pack(total) + first[4:]
+    return parts, total
+
+
+class _Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.busy = False
+        self.task: Optional[asyncio.Task[None]] = None
+        self.state: Dict[str, Any] = {}
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.plaintext = writer.get_extra_info("sslcontext") is None
+
+
+class NetworkServer:
+    """Accepts connections and serves requests through ``broker.dispatcher``."""
+
+    def __init__(self, broker: "Broker", host: str, port: int, *, max_request_bytes: int,
+                 idle_ms: int) -> None:
+        self.broker = broker
+        self.host = host
+        self.port = port
+        self.max_request_bytes = max_request_bytes
+        self.idle_s = idle_ms / 1000.0
+        self.server: Optional[asyncio.base_events.Server] = None
+        self.connections: Set[_Connection] = set()
+        self.stopping = False
+
+    async def start(self) -> Tuple[str, int]:
+        self.server = await asyncio.start_server(self._serve, self.host, self.port,
+                                                 reuse_address=True, backlog=512)
+        sock = self.server.sockets[0]
+        host, port = sock.getsockname()[:2]
+        self.port = port
+        return host, port
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting, let requests being processed finish (their answers are sent),
+        then close every connection."""
+        self.stopping = True
+        if self.server is not None:
+            self.server.close()
+        for conn in list(self.connections):
+            if not conn.busy and conn.task is not None:
+                conn.task.cancel()
+        busy = [c.task for c in self.connections if c.task is not None and not c.task.done()]
+        if busy:
+            done, pending = await asyncio.wait(busy, timeout=grace_s)
+            for t in pending:
+                t.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
+        if self.server is not None:
+            try:
+                await asyncio.wait_for(self.server.wait_closed(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = _Connection(reader, writer)
+        conn.task = asyncio.current_task()
+        self.connections.add(conn)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        try:
+            while not self.stopping:
+                if not await self._one_request(conn):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:   # a bug in a handler: close this connection, keep serving others
+            log.exception("closing connection from %s after an internal error", conn.peer)
+        finally:
+            self.connections.discard(conn)
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    async def _one_request(self, conn: _Connection) -> bool:
+        head = await asyncio.wait_for(conn.reader.readexactly(4), self.idle_s)
+        size = _SIZE.unpack(head)[0]
+        if size < 0 or size > self.max_request_bytes:
+            log.warning("closing connection from %s: request size %d is %s", conn.peer, size,
+                        "negative" if size < 0 else
+                        f"over socket.request.max.bytes ({self.max_request_bytes})")
+            return False
+        if size < 8:
+            log.warning("closing connection from %s: %d-byte request is shorter than a "
+                        "request header", conn.peer, size)
+            return False
+        payload = await asyncio.wait_for(conn.reader.readexactly(size), self.idle_s)
+        conn.busy = True
+        try:
+            return await self._handle(conn, payload)
+        finally:
+            conn.busy = False
+
+    async def _handle(self, conn: _Connection, payload: bytes) -> bool:
+        api_key, version, correlation_id = struct.unpack_from(">hhi", payload, 0)
+        dispatcher = self.broker.dispatcher
+        versions = dispatcher.versions(api_key)
+        if api_key == ApiKey.API_VERSIONS and versions is not None and version > versions[1]:
+            # Answer with v0 and UNSUPPORTED_VERSION so the client can pick a version (KIP-511).
+            await self._write(conn, [encode_response(
+                dispatcher.api_versions(_UNSUPPORTED_VERSION), 0, correlation_id)])
+            return True
+        if versions is None or not versions[0] <= version <= versions[1]:
+            log.warning("closing connection from %s: API %d version %d is not served "
+                        "(see ApiVersions)", conn.peer, api_key, version)
+            return False
+        try:
+            req = decode_request(payload, sized=False, max_frame_size=self.max_request_bytes)
+        except KafkaWireError as exc:
+            log.warning("closing connection from %s: malformed request (API %d v%d): %s",
+                        conn.peer, api_key, version, exc)
+            return False
+        handler = dispatcher.handler(api_key)
+        assert handler is not None
+        ctx = RequestContext(broker=self.broker, peer=conn.peer, client_id=req.client_id,
+                             api_key=api_key, api_version=version, correlation_id=correlation_id,
+                             plaintext=conn.plaintext, connection=conn.state)
+        response = await handler(ctx, req.message, version)
+        if response is None:
+            return True
+        if isinstance(response, RawResponse):
+            parts, _ = encode_raw_response(response, version, correlation_id)
+            await self._write(conn, parts)
+        else:
+            await self._write(conn, [encode_response(response, version, correlation_id)])
+        return True
+
+    async def _write(self, conn: _Connection, parts: List[Part]) -> None:
+        writer = conn.writer
+        loop = asyncio.get_running_loop()
+        for part in parts:
+            if isinstance(part, (bytes, bytearray)):
+                writer.write(part)
+                continue
+            if conn.plaintext and part.size >= _SENDFILE_MIN:
+                await writer.drain()
+                await loop.sendfile(writer.transport, part.file, part.offset, part.size)
+            else:
+                writer.write(part.read())
+        await writer.drain()

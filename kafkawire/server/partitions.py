@@ -1,0 +1,634 @@
+"""The partitions a broker serves (Kafka's ``ReplicaManager`` and ``LogManager`` roles).
+
+:class:`PartitionManager` owns every topic and partition of the broker's
+log dirs: it discovers them at start-up, creates and deletes them, appends
+(through :class:`~kafkawire.log.LogWriter`, which validates batches as
+Kafka's ``LogValidator`` does and assigns offsets) and reads (segment file
+regions, sent by the network layer with ``sendfile``).
+
+Everything here runs on the broker's event-loop thread: handlers and
+coordinators call it from coroutines running on that loop, never from other
+threads (use ``Broker.call`` for that).  Appends are synchronous writes;
+:meth:`PartitionManager.wait_for_data` lets a fetch wait for the next append.
+
+API for coordinators (group and transaction state)::
+
+    pm = ctx.broker.partitions
+    topic = pm.ensure_topic("__consumer_offsets", 50, internal=True)
+    info = pm.append("__consumer_offsets", 7, batch_bytes)        # offsets assigned
+    off = pm.write_marker("orders", 0, "commit", producer_id=..., producer_epoch=...,
+                          coordinator_epoch=...)
+    for batch in pm.partition("__consumer_offsets", 7).log_batches():  # reload at start-up
+        ...
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import IO, Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple
+
+from kafkawire import _scan_common as C
+from kafkawire.errors import LogError, OffsetOutOfRangeError
+from kafkawire.log import files as LF
+from kafkawire.log.checkpoints import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+                                       REPLICATION_CHECKPOINT, kafka_uuid_string,
+                                       parse_kafka_uuid, random_kafka_uuid, read_offset_checkpoint,
+                                       write_atomic, write_offset_checkpoint)
+from kafkawire.log.log import Log
+from kafkawire.log.txnindex import AbortedTxn
+from kafkawire.log.writer import LogWriter
+from kafkawire.records import control_batch
+from kafkawire.records.iterate import Batch
+from kafkawire.server.config import (INTERNAL_TOPIC_CONFIGS, TOPIC_CONFIGS, BrokerConfig,
+                                     check_topic_configs, topic_config_value)
+
+__all__ = ["PartitionManager", "Partition", "Topic", "AppendInfo", "FileRegion", "ReadResult",
+           "TopicError", "INTERNAL_TOPICS", "TOPIC_CONFIGS_FILE"]
+
+log = logging.getLogger("kafkawire.server.partitions")
+
+INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state"))
+#: Per-topic configs (what Kafka keeps in its metadata log), in the first log dir.
+TOPIC_CONFIGS_FILE = "kafkawire-topic-configs.json"
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_LONG_MAX = (1 << 63) - 1
+
+
+class TopicError(Exception):
+    """A topic request Kafka would refuse: ``code`` is the Kafka error code to answer with."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class AppendInfo(NamedTuple):
+    """What an append did: offsets given, the broker time if LogAppendTime, the log start."""
+    first_offset: int
+    last_offset: int
+    log_append_time: int
+    log_start_offset: int
+
+
+class FileRegion(NamedTuple):
+    """``size`` bytes of an open segment file from ``offset`` (sent with ``sendfile``)."""
+    file: IO[bytes]
+    offset: int
+    size: int
+
+    def read(self) -> bytes:
+        """The bytes themselves (for TLS connections, tests): one positioned read."""
+        return os.pread(self.file.fileno(), self.size, self.offset)
+
+
+class ReadResult(NamedTuple):
+    """A partition read for Fetch: the records (a file region, or None when there are none)
+    and the partition's offsets at the time of the read."""
+    records: Optional[FileRegion]
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted: Optional[List[AbortedTxn]]
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's topic name rules; TopicError(INVALID_TOPIC_EXCEPTION) otherwise."""
+    if not name or name in (".", "..") or not _LEGAL_TOPIC.match(name):
+        raise TopicError(17, f"topic name {name!r} is illegal: use 1-249 characters of "
+                             "ASCII letters, digits, '.', '_' and '-' (not '.' or '..')")
+
+
+@dataclass
+class Topic:
+    """A topic: id, partitions and its own config settings (not the defaults)."""
+    name: str
+    topic_id: uuid.UUID
+    configs: Dict[str, str] = field(default_factory=dict)
+    partitions: Dict[int, "Partition"] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class Partition:
+    """One partition folder: a :class:`LogWriter` (None on a read-only broker) for appends
+    and a :class:`~kafkawire.log.Log` for reads.  Offsets: :attr:`log_start_offset`,
+    :attr:`log_end_offset` (= :attr:`high_watermark` on one node) and
+    :attr:`last_stable_offset`."""
+
+    def __init__(self, manager: "PartitionManager", topic: Topic, index: int, path: str) -> None:
+        self.manager = manager
+        self.topic = topic
+        self.index = index
+        self.path = path
+        self.writer: Optional[LogWriter] = None
+        if not manager.read_only:
+            self.writer = LogWriter(path, **self._writer_options())
+        self.log = Log.open(path)
+        self._stale = False
+        self._files: Dict[int, IO[bytes]] = {}
+        self.log_start_offset = self.log.start_offset
+        self.recovery_point = self.log_end_offset
+
+    @property
+    def key(self) -> Tuple[str, int]:
+        return (self.topic.name, self.index)
+
+    def config(self, name: str) -> Optional[str]:
+        """The effective value of a topic config for this partition's topic."""
+        return self.manager.topic_config(self.topic, name)
+
+    def _writer_options(self) -> Dict[str, Any]:
+        def num(name: str) -> int:
+            return int(self.config(name) or 0)
+        fm, fms = num("flush.messages"), num("flush.ms")
+        return dict(segment_bytes=max(num("segment.bytes"), 64), segment_ms=num("segment.ms"),
+                    index_interval_bytes=num("index.interval.bytes"),
+                    max_index_bytes=max(num("segment.index.bytes"), 12),
+                    flush_messages=None if fm >= _LONG_MAX else max(fm, 1),
+                    flush_ms=None if fms >= _LONG_MAX else fms)
+
+    def apply_configs(self) -> None:
+        """Take in changed topic configs (segment and flush settings)."""
+        if self.writer is not None:
+            for k, v in self._writer_options().items():
+                setattr(self.writer, k, v)
+
+    # -- offsets ------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        if self.writer is not None:
+            return self.writer.next_offset
+        return self.log.next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """On one node every appended batch is replicated: the log end offset."""
+        return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """First offset of the oldest open transaction, else the high watermark."""
+        if self.writer is not None:
+            return self.writer.first_unstable_offset
+        lso = self.log.aborted_transactions(self.log.start_offset).last_stable_offset
+        return self.high_watermark if lso is None else lso
+
+    # -- appending ----------------------------------------------------------
+    def append(self, data: bytes, *, assign_offsets: bool = True) -> Tuple[int, int]:
+        """Append validated batches (one produce request's records for this partition);
+        ``(first_offset, last_offset)``.  Raises CorruptRecordError/LogError as LogWriter."""
+        if self.writer is None:
+            raise LogError(f"{self.path} is served read-only")
+        first, last = self.writer.append_batches([data], assign_offsets=assign_offsets)
+        self._stale = True
+        return first, last
+
+    def flush(self) -> None:
+        """fsync what was appended and move the recovery point to the log end."""
+        if self.writer is not None:
+            self.writer.flush()
+            self.recovery_point = self.writer.next_offset
+
+    def maybe_flush(self) -> None:
+        if self.writer is not None and self.writer.maybe_flush():
+            self.recovery_point = self.writer.next_offset
+
+    def close(self) -> None:
+        """Flush, trim indexes, release the folder lock, close files."""
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+        if self.writer is not None:
+            self.writer.close()
+            self.recovery_point = self.writer.next_offset
+        self.log.close()
+
+    # -- reading ------------------------------------------------------------
+    def _view(self) -> Log:
+        if self._stale:
+            self._stale = False
+            self.log.refresh()
+        return self.log
+
+    def _file(self, base_offset: int, path: str) -> IO[bytes]:
+        f = self._files.get(base_offset)
+        if f is None:
+            f = open(path, "rb", buffering=0)
+            self._files[base_offset] = f
+        return f
+
+    def read(self, offset: int, max_bytes: int, *, committed: bool = False,
+             min_one: bool = True) -> ReadResult:
+        """The records from ``offset`` (one segment's bytes, at most ``max_bytes``
+        unless ``min_one`` and the first batch is larger), never past the high
+        watermark (or, ``committed``, the last stable offset).  Raises
+        OffsetOutOfRangeError outside ``[log_start_offset, high_watermark]``."""
+        hw = self.high_watermark
+        lso = self.last_stable_offset
+        start = self.log_start_offset
+        if offset < start or offset > hw:
+            raise OffsetOutOfRangeError(f"offset {offset} is outside {self.topic.name}-"
+                                        f"{self.index}'s range {start}..{hw}")
+        limit = lso if committed else hw
+        aborted: Optional[List[AbortedTxn]] = [] if committed else None
+        if offset >= limit or max_bytes <= 0 and not min_one:
+            return ReadResult(None, hw, lso, start, aborted)
+        view = self._view()
+        seg, pos = view.locate(offset)
+        end = seg.size
+        if limit < seg.next_offset:
+            found = seg.locate(limit)
+            if found is not None:
+                end = found[0]
+        count = end - pos
+        if count > max_bytes:
+            first = seg.headers(pos, end)[:1]
+            first_size = int(first[0, C.SIZE]) if len(first) else 0
+            count = max(max_bytes, first_size) if min_one else max_bytes
+            count = min(count, end - pos)
+        if count <= 0:
+            return ReadResult(None, hw, lso, start, aborted)
+        region = FileRegion(self._file(seg.base_offset, seg.path), pos, count)
+        if committed:
+            rows = seg.headers(pos, pos + count)
+            upper = int(rows[-1, C.LAST_OFFSET]) + 1 if len(rows) else offset + 1
+            ranges = view.aborted_transactions(offset, upper)
+            aborted = [t for t in ranges if t.first_offset < upper]
+        return ReadResult(region, hw, lso, start, aborted)
+
+    def log_batches(self, start_offset: Optional[int] = None) -> Iterator[Batch]:
+        """Every batch from ``start_offset`` (default: the log start) to the log end, as
+        :class:`~kafkawire.records.iterate.Batch` objects (for loading coordinator state)."""
+        view = self._view()
+        s = max(self.log_start_offset, start_offset or 0)
+        return view.batches(s, None)
+
+    def offset_for_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
+        """``(offset, timestamp)`` of the first record at or after ``timestamp``, or None."""
+        found = self._view().find_timestamp(timestamp)
+        if found is None or found[0] >= self.high_watermark:
+            return None
+        if found[0] < self.log_start_offset:
+            return (self.log_start_offset, found[1])
+        return found
+
+    def max_timestamp(self) -> Tuple[int, int]:
+        """``(offset, timestamp)`` of the record with the largest timestamp ((-1, -1) when empty)."""
+        best = (-1, -1)
+        view = self._view()
+        for seg in view.segments:
+            if not seg.size:
+                continue
+            rows = seg.headers()
+            if not len(rows):
+                continue
+            i = int(rows[:, C.MAX_TIMESTAMP].argmax())
+            ts = int(rows[i, C.MAX_TIMESTAMP])
+            if ts > best[1]:
+                best = (self._offset_of_timestamp(seg.batch_at(int(rows[i, C.POSITION])), ts), ts)
+        return best
+
+    @staticmethod
+    def _offset_of_timestamp(batch: Batch, ts: int) -> int:
+        if batch.magic == 2 and batch.attributes & C.TIMESTAMP_TYPE_MASK:
+            return batch.base_offset
+        for rec in batch:
+            if rec.timestamp == ts:
+                return int(rec.offset)
+        return batch.last_offset
+
+    def delete_records_before(self, offset: int) -> int:
+        """Raise the log start offset to ``offset`` (DeleteRecords); the new log start offset.
+        Whole segments below it are left for retention to remove."""
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(f"offset {offset} is past the high watermark "
+                                        f"{self.high_watermark}")
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.manager.checkpoint_log_start(self)
+        return self.log_start_offset
+
+
+class PartitionManager:
+    """All topics and partitions of a broker's log dirs (see the module docstring)."""
+
+    def __init__(self, log_dirs: List[str], config: BrokerConfig, *, read_only: bool = False) -> None:
+        self.log_dirs = log_dirs
+        self.config = config
+        self.read_only = read_only
+        self.topics: Dict[str, Topic] = {}
+        self._waiters: Set[asyncio.Future[None]] = set()
+        self._lock = threading.Lock()
+        self.clean_start = True
+
+    # -- start-up and shutdown ----------------------------------------------
+    def load(self) -> None:
+        """Discover ``<topic>-<partition>`` folders in every log dir and open them."""
+        configs = self._read_topic_configs()
+        recovery: Dict[Tuple[str, int], int] = {}
+        starts: Dict[Tuple[str, int], int] = {}
+        for d in self.log_dirs:
+            recovery.update(read_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT)))
+            starts.update(read_offset_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)))
+        for d in self.log_dirs:
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                parsed = LF.parse_partition_dir_name(name)
+                if parsed is None or not os.path.isdir(path):
+                    continue
+                tname, index = parsed
+                topic = self.topics.get(tname)
+                if topic is None:
+                    topic = Topic(tname, self._topic_id(path), dict(configs.get(tname, {})))
+                    self.topics[tname] = topic
+                part = Partition(self, topic, index, path)
+                part.log_start_offset = max(part.log_start_offset,
+                                            min(starts.get((tname, index), 0), part.log_end_offset))
+                topic.partitions[index] = part
+        for topic in self.topics.values():
+            missing = set(range(len(topic.partitions))) - set(topic.partitions)
+            if missing:
+                log.warning("topic %s lacks partition folders %s", topic.name, sorted(missing))
+        log.info("serving %d topics, %d partitions from %s", len(self.topics),
+                 sum(len(t.partitions) for t in self.topics.values()), ", ".join(self.log_dirs))
+
+    def _topic_id(self, path: str) -> uuid.UUID:
+        meta = os.path.join(path, "partition.metadata")
+        if os.path.exists(meta):
+            try:
+                return parse_kafka_uuid(LF.read_partition_metadata(meta)["topic_id"])
+            except (KeyError, ValueError):
+                log.warning("%s is unreadable; giving the topic a new id", meta)
+        tid = random_kafka_uuid()
+        if not self.read_only:
+            self._write_partition_metadata(path, tid)
+        return tid
+
+    @staticmethod
+    def _write_partition_metadata(path: str, topic_id: uuid.UUID) -> None:
+        write_atomic(os.path.join(path, "partition.metadata"),
+                     f"version: 0\ntopic_id: {kafka_uuid_string(topic_id)}\n".encode("ascii"))
+
+    def _configs_path(self) -> str:
+        return os.path.join(self.log_dirs[0], TOPIC_CONFIGS_FILE)
+
+    def _read_topic_configs(self) -> Dict[str, Dict[str, str]]:
+        try:
+            with open(self._configs_path(), "r", encoding="utf-8") as f:
+                data = json.load(f)
+            topics = data.get("topics", {})
+            return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in topics.items()}
+        except FileNotFoundError:
+            return {}
+        except (ValueError, AttributeError) as exc:
+            log.warning("%s is unreadable (%s); topics keep default configs",
+                        self._configs_path(), exc)
+            return {}
+
+    def _write_topic_configs(self) -> None:
+        data = {"version": 1, "topics": {t.name: t.configs for t in self.topics.values()
+                                         if t.configs}}
+        write_atomic(self._configs_path(), json.dumps(data, indent=1, sort_keys=True).encode())
+
+    def partitions(self) -> List[Partition]:
+        return [p for t in self.topics.values() for p in t.partitions.values()]
+
+    def flush_all(self) -> None:
+        """fsync every partition and write the checkpoints."""
+        for p in self.partitions():
+            p.flush()
+        self.write_checkpoints()
+
+    def maybe_flush(self) -> None:
+        """The flush policy's time check (``flush.ms``), run on a schedule."""
+        for p in self.partitions():
+            p.maybe_flush()
+
+    def write_checkpoints(self) -> None:
+        """recovery-point, log-start-offset and replication checkpoints in every log dir."""
+        if self.read_only:
+            return
+        for d in self.log_dirs:
+            parts = [p for p in self.partitions() if os.path.dirname(p.path) == d]
+            write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
+                                    {p.key: p.recovery_point for p in parts})
+            write_offset_checkpoint(os.path.join(d, REPLICATION_CHECKPOINT),
+                                    {p.key: p.high_watermark for p in parts})
+            write_offset_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
+                                    {p.key: p.log_start_offset for p in parts
+                                     if p.log_start_offset > p.log.start_offset})
+
+    def checkpoint_log_start(self, part: Partition) -> None:
+        if not self.read_only:
+            self.write_checkpoints()
+
+    def close(self) -> None:
+        """Close every partition (flushing), then write the checkpoints."""
+        errors = []
+        for p in self.partitions():
+            try:
+                p.close()
+            except Exception as exc:   # keep closing the others
+                errors.append(exc)
+                log.error("closing %s failed: %s", p.path, exc)
+        self.write_checkpoints()
+        if errors:
+            raise errors[0]
+
+    # -- lookups ------------------------------------------------------------
+    def partition(self, topic: str, index: int) -> Optional[Partition]:
+        t = self.topics.get(topic)
+        return None if t is None else t.partitions.get(index)
+
+    def topic_config(self, topic: Topic, name: str) -> Optional[str]:
+        if topic.name in INTERNAL_TOPIC_CONFIGS and name not in topic.configs:
+            v = INTERNAL_TOPIC_CONFIGS[topic.name].get(name)
+            if v is not None:
+                return v
+        return topic_config_value(name, topic.configs, self.config)[0]
+
+    # -- topics -------------------------------------------------------------
+    def _pick_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for p in self.partitions():
+            d = os.path.dirname(p.path)
+            if d in counts:
+                counts[d] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise TopicError(44, "this broker serves its log dirs read-only")
+
+    def create_topic(self, name: str, num_partitions: int, configs: Optional[Mapping[str, str]] = None,
+                     *, validate_only: bool = False) -> Topic:
+        """Create a topic with ``num_partitions`` partitions (folders, partition.metadata)."""
+        self._check_writable()
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicError(36, f"Topic '{name}' already exists.")
+        if num_partitions < 1:
+            raise TopicError(37, "Number of partitions must be larger than 0.")
+        if num_partitions > 100000:
+            raise TopicError(37, "Number of partitions must be at most 100000.")
+        configs = {k: v for k, v in (configs or {}).items() if v is not None}
+        try:
+            check_topic_configs(configs)
+        except ValueError as exc:
+            raise TopicError(40, str(exc)) from None
+        topic = Topic(name, random_kafka_uuid(), dict(configs))
+        if validate_only:
+            return topic
+        self.topics[name] = topic
+        try:
+            for i in range(num_partitions):
+                self._add_partition(topic, i)
+        except BaseException:
+            self.topics.pop(name, None)
+            for p in topic.partitions.values():
+                p.close()
+            raise
+        if topic.configs:
+            self._write_topic_configs()
+        log.info("created topic %s with %d partitions", name, num_partitions)
+        return topic
+
+    def _add_partition(self, topic: Topic, index: int) -> Partition:
+        path = os.path.join(self._pick_dir(), f"{topic.name}-{index}")
+        os.makedirs(path, exist_ok=True)
+        self._write_partition_metadata(path, topic.topic_id)
+        part = Partition(self, topic, index, path)
+        topic.partitions[index] = part
+        return part
+
+    def ensure_topic(self, name: str, num_partitions: int,
+                     configs: Optional[Mapping[str, str]] = None, *, internal: bool = False) -> Topic:
+        """The topic ``name``, created with ``num_partitions`` (and ``configs``) if missing
+        (coordinators' internal topics)."""
+        t = self.topics.get(name)
+        if t is not None:
+            return t
+        if self.read_only:
+            raise TopicError(44, "this broker serves its log dirs read-only")
+        return self.create_topic(name, num_partitions, configs)
+
+    def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> Topic:
+        """Grow topic ``name`` to ``total`` partitions (CreatePartitions)."""
+        self._check_writable()
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(3, f"topic {name!r} does not exist")
+        have = len(topic.partitions)
+        if total < have:
+            raise TopicError(37, f"Topic currently has {have} partitions, which is higher than "
+                                 f"the requested {total}.")
+        if total == have:
+            raise TopicError(37, f"Topic already has {have} partitions.")
+        if not validate_only:
+            for i in range(have, total):
+                self._add_partition(topic, i)
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        """Close the topic's partitions and delete their folders (renamed to
+        ``<folder>.<id>-delete`` first, then removed in the background, as Kafka does)."""
+        self._check_writable()
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(3, f"topic {name!r} does not exist")
+        if topic.internal:
+            raise TopicError(73, f"topic {name} is internal and cannot be deleted")
+        del self.topics[name]
+        doomed = []
+        for p in topic.partitions.values():
+            p.close()
+            target = f"{p.path}.{uuid.uuid4().hex}-delete"
+            os.rename(p.path, target)
+            doomed.append(target)
+        if topic.configs:
+            self._write_topic_configs()
+        self.wake_all()
+        def remove() -> None:
+            for t in doomed:
+                shutil.rmtree(t, ignore_errors=True)
+        threading.Thread(target=remove, name="kafkawire-delete-topic", daemon=True).start()
+        log.info("deleted topic %s", name)
+
+    def alter_topic_configs(self, name: str, changes: Mapping[str, Optional[str]], *,
+                            validate_only: bool = False) -> None:
+        """Set (value) or remove (None) topic config overrides, and persist them."""
+        self._check_writable()
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(3, f"topic {name!r} does not exist")
+        try:
+            check_topic_configs(changes)
+        except ValueError as exc:
+            raise TopicError(40, str(exc)) from None
+        if validate_only:
+            return
+        for k, v in changes.items():
+            if v is None:
+                topic.configs.pop(k, None)
+            else:
+                topic.configs[k] = v
+        for p in topic.partitions.values():
+            p.apply_configs()
+        self._write_topic_configs()
+
+    # -- appending ----------------------------------------------------------
+    def append(self, topic: str, index: int, data: bytes) -> AppendInfo:
+        """Append record batches (validated, offsets assigned) to a partition; wakes fetches
+        waiting for data.  For coordinators: build ``data`` with
+        :class:`kafkawire.records.BatchBuilder`.  Raises LogError/CorruptRecordError, or
+        TopicError(3) for an unknown partition."""
+        part = self.partition(topic, index)
+        if part is None:
+            raise TopicError(3, f"{topic}-{index} does not exist on this broker")
+        first, last = part.append(data)
+        self.wake()
+        return AppendInfo(first, last, -1, part.log_start_offset)
+
+    def write_marker(self, topic: str, index: int, marker: str, *, producer_id: int,
+                     producer_epoch: int, coordinator_epoch: int = 0,
+                     timestamp: Optional[int] = None) -> int:
+        """Write a transaction marker (``"commit"`` or ``"abort"``) to a data partition; its
+        offset.  An abort is recorded in the segment's ``.txnindex``; the partition's last
+        stable offset moves past the transaction."""
+        data = control_batch(marker, producer_id=producer_id, producer_epoch=producer_epoch,
+                             coordinator_epoch=coordinator_epoch, timestamp=timestamp)
+        return self.append(topic, index, data).first_offset
+
+    # -- waiting for data -----------------------------------------------------
+    def wake(self) -> None:
+        """Wake every fetch waiting for data (after appends)."""
+        waiters, self._waiters = self._waiters, set()
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    def wake_all(self) -> None:
+        """Wake every waiting fetch (shutdown, topic deletion)."""
+        self.wake()
+
+    async def wait_for_data(self, timeout: float) -> None:
+        """Return after the next append anywhere (or ``timeout`` seconds)."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(fut)
+

@@ -1,0 +1,176 @@
+"""The broker's skeleton: identity and locks, the network loop's framing rules, ApiVersions
+from the handler registry, and a round trip with librdkafka (confluent-kafka)."""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+
+import pytest
+
+from kafkawire.errors import LogLockedError
+from kafkawire.log.checkpoints import (CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT,
+                                       read_offset_checkpoint, read_properties)
+from kafkawire.protocol import (ApiKey, ApiVersionsRequest, MetadataRequest, decode_response,
+                                encode_request)
+from kafkawire.server import Broker
+from kafkawire.testing import kafka_broker, running_broker  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.one_backend
+
+
+def _recv_frame(sock: socket.socket, timeout: float = 5.0) -> bytes:
+    sock.settimeout(timeout)
+    data = b""
+    while len(data) < 4 or len(data) - 4 < struct.unpack(">i", data[:4])[0]:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def _closed(sock: socket.socket, timeout: float = 5.0) -> bool:
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _call(broker: Broker, message, version: int, corr: int = 1):
+    with socket.create_connection(broker.address) as s:
+        s.sendall(encode_request(message, version, corr, "test"))
+        return decode_response(type(message).API_KEY, version, _recv_frame(s)).message
+
+
+def test_identity_lock_and_clean_shutdown(tmp_path):
+    d = str(tmp_path / "logs")
+    with running_broker(d) as b:
+        props = read_properties(os.path.join(d, "meta.properties"))
+        assert props["version"] == "1" and props["node.id"] == "1"
+        assert props["cluster.id"] == b.cluster_id and len(b.cluster_id) == 22
+        assert os.path.exists(os.path.join(d, ".lock"))
+        with pytest.raises(LogLockedError):
+            Broker(d).start()
+        b.create_topic("orders", 2)
+        assert not os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE))
+        tid = b.partitions.topics["orders"].topic_id
+    assert os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE))
+    assert read_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT)) == {
+        ("orders", 0): 0, ("orders", 1): 0}
+    meta = open(os.path.join(d, "orders-1", "partition.metadata")).read()
+    assert meta.startswith("version: 0\ntopic_id: ")
+    with running_broker(d) as b2:
+        assert b2.cluster_id == props["cluster.id"]
+        assert b2.partitions.topics["orders"].topic_id == tid
+        assert sorted(b2.partitions.topics["orders"].partitions) == [0, 1]
+
+
+def test_api_versions_come_from_the_registry(kafka_broker):
+    resp = _call(kafka_broker, ApiVersionsRequest(client_software_name="t",
+                                                  client_software_version="1"), 3)
+    got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert got[ApiKey.API_VERSIONS] == (0, 4)
+    assert got[ApiKey.PRODUCE] == (3, 11) and got[ApiKey.FETCH] == (4, 17)
+    assert got[ApiKey.METADATA] == (0, 12)
+    for key in got:
+        assert kafka_broker.dispatcher.handler(key) is not None
+    kafka_broker.dispatcher.unregister(ApiKey.METADATA)
+    resp = _call(kafka_broker, ApiVersionsRequest(), 0)
+    assert ApiKey.METADATA not in {k.api_key for k in resp.api_keys}
+    # a request for an API without a handler closes the connection instead of a wrong answer
+    with socket.create_connection(kafka_broker.address) as s:
+        s.sendall(encode_request(MetadataRequest(topics=None), 12, 1, "t"))
+        assert _closed(s)
+
+
+def test_api_versions_too_new_gets_v0_unsupported(kafka_broker):
+    body = struct.pack(">hhih", ApiKey.API_VERSIONS, 9, 42, 1) + b"x" + b"\0" * 8
+    with socket.create_connection(kafka_broker.address) as s:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        frame = _recv_frame(s)
+    corr, resp = decode_response(ApiKey.API_VERSIONS, 0, frame)
+    assert corr == 42 and resp.error_code == 35 and resp.api_keys
+
+
+@pytest.mark.parametrize("frame", [
+    struct.pack(">i", -5),                                   # negative size
+    struct.pack(">i", 1 << 20) + b"x" * 10,                  # over socket.request.max.bytes
+    struct.pack(">i", 3) + b"abc",                           # shorter than a header
+    struct.pack(">ihhi", 8, 3, 12, 7),                       # header cut off, no body
+    struct.pack(">ihhih", 12, 999, 0, 7, 0) + b"\0\0",      # unknown API key
+    struct.pack(">ihhih", 10, 3, 12, 7, 200),                # client id longer than the frame
+])
+def test_malformed_frames_close_only_that_connection(frame, tmp_path):
+    with running_broker(str(tmp_path / "l"), config={"socket.request.max.bytes": 65536}) as b:
+        with socket.create_connection(b.address) as good, \
+                socket.create_connection(b.address) as bad:
+            bad.sendall(frame)
+            assert _closed(bad)
+            good.sendall(encode_request(MetadataRequest(topics=None), 12, 5, "ok"))
+            corr, resp = decode_response(ApiKey.METADATA, 12, _recv_frame(good))
+            assert corr == 5 and resp.brokers[0].port == b.address[1]
+
+
+def test_slow_client_does_not_stall_others(kafka_broker):
+    with socket.create_connection(kafka_broker.address) as slow:
+        req = encode_request(MetadataRequest(topics=None), 12, 9, "slow")
+        slow.sendall(req[:7])          # half a request, then nothing
+        t0 = time.monotonic()
+        for i in range(20):
+            resp = _call(kafka_broker, MetadataRequest(topics=None), 12, corr=i)
+            assert resp.cluster_id == kafka_broker.cluster_id
+        assert time.monotonic() - t0 < 10
+        slow.sendall(req[7:])
+        assert decode_response(ApiKey.METADATA, 12, _recv_frame(slow)).correlation_id == 9
+
+
+def test_pipelined_requests_answered_in_order(kafka_broker):
+    with socket.create_connection(kafka_broker.address) as s:
+        s.sendall(b"".join(encode_request(MetadataRequest(topics=None), 12, c, "p")
+                           for c in range(50)))
+        seen = []
+        buf = b""
+        s.settimeout(5)
+        while len(seen) < 50:
+            buf += s.recv(65536)
+            while len(buf) >= 4 and len(buf) - 4 >= struct.unpack(">i", buf[:4])[0]:
+                n = struct.unpack(">i", buf[:4])[0]
+                seen.append(struct.unpack(">i", buf[4:8])[0])
+                buf = buf[4 + n:]
+    assert seen == list(range(50))
+
+
+def test_confluent_kafka_roundtrip(kafka_broker):
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+    bs = kafka_broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic("rt", 3, 1)])["rt"].result(10)
+    delivered = []
+    p = ck.Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": False,
+                     "linger.ms": 5})
+    for i in range(300):
+        p.produce("rt", key=b"k%d" % i, value=b"v%d" % i, partition=i % 3,
+                  on_delivery=lambda err, msg: delivered.append((err, msg.partition(),
+                                                                  msg.offset())))
+    assert p.flush(10) == 0
+    assert all(err is None for err, _, _ in delivered) and len(delivered) == 300
+    c = ck.Consumer({"bootstrap.servers": bs, "group.id": "g", "enable.auto.commit": False})
+    c.assign([ck.TopicPartition("rt", i, 0) for i in range(3)])
+    got = {}
+    deadline = time.time() + 20
+    while len(got) < 300 and time.time() < deadline:
+        m = c.poll(0.2)
+        if m is None or m.error():
+            continue
+        got[m.key()] = (m.value(), m.partition(), m.offset())
+    c.close()
+    assert len(got) == 300
+    for i in range(300):
+        assert got[b"k%d" % i][:2] == (b"v%d" % i, i % 3)
+    lo, hi = ck.Consumer({"bootstrap.servers": bs, "group.id": "g2"}).get_watermark_offsets(
+        ck.TopicPartition("rt", 1), timeout=10)
+    assert (lo, hi) == (0, 100)
