@@ -15,7 +15,9 @@ record is acknowledged (``flush``):
 * kafkawire ``send_batch()`` of a ``pyarrow.Table`` with a ``value`` column
   (built before the clock starts: data already in hand), same settings.
 
-Contenders alternate for ``--repeat`` rounds and the best round counts.  Rates
+Contenders alternate for ``--repeat`` rounds; the best round of each counts, and
+each round's ratio against the peer's run of the same round is printed as a
+range.  Rates
 are records/s over wall time and over the process's CPU time (which includes
 librdkafka's threads and the mock brokers', in-process, for every contender);
 ratios are kafkawire / confluent-kafka.  On a shared machine the CPU ratio is
@@ -125,22 +127,29 @@ def main() -> None:
                                                                          args.codec),
             "kafkawire send()": lambda: bench_send(bootstrap, values, args.codec),
             "kafkawire send_batch(Table)": lambda: bench_send_batch(bootstrap, table, args.codec)}
-    best = {name: [float("inf"), float("inf")] for name in runs}
+    rounds = {name: [] for name in runs}  # (wall, cpu) per round
     for _ in range(args.repeat):
         for name, run in runs.items():
-            wall, cpu = run()
-            best[name] = [min(best[name][0], wall), min(best[name][1], cpu)]
-    base_wall, base_cpu = best["confluent-kafka produce()+poll()"]
+            rounds[name].append(run())
+    ref = "confluent-kafka produce()+poll()"
+    best = {name: (min(w for w, _ in rs), min(c for _, c in rs)) for name, rs in rounds.items()}
+    base_wall, base_cpu = best[ref]
     print(f"  {'':34s} {'wall s':>7s} {'rec/s (wall)':>13s} {'ratio':>6s}   {'cpu s':>7s} "
-          f"{'rec/s (cpu)':>13s} {'ratio':>6s}")
+          f"{'rec/s (cpu)':>13s} {'ratio':>6s}   same-round ratios wall / cpu")
     for name, (wall, cpu) in best.items():
+        # each round's ratio against the peer's run in the same round: the spread a busy
+        # machine gives
+        rw = [rw_ / w for (w, _), (rw_, _) in zip(rounds[name], rounds[ref])]
+        rc = [rc_ / c for (_, c), (_, rc_) in zip(rounds[name], rounds[ref])]
         print(f"  {name:34s} {wall:7.3f} {args.records / wall:13,.0f} {base_wall / wall:5.2f}x   "
-              f"{cpu:7.3f} {args.records / cpu:13,.0f} {base_cpu / cpu:5.2f}x")
+              f"{cpu:7.3f} {args.records / cpu:13,.0f} {base_cpu / cpu:5.2f}x   "
+              f"{min(rw):.2f}-{max(rw):.2f}x / {min(rc):.2f}-{max(rc):.2f}x")
     owner.flush(5)
     results = H.Results("producer")
     wl = f"{args.records:,} records of {args.size} B, codec {args.codec}"
-    for name, dt in best.items():
-        results.add(wl, name, "produce", args.records / dt, "records/s (wall)")
+    for name, (wall, cpu) in best.items():
+        results.add(wl, name, "produce", args.records / wall, "records/s (wall)")
+        results.add(wl, name, "produce (cpu)", args.records / cpu, "records/s (cpu)")
     results.set_ratios("confluent-kafka produce()+poll()")
     results.write(args.results)
 

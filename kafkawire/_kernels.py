@@ -18,7 +18,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Dict
 
 #: Kernel modules every backend must provide, with identical names and signatures.
-MODULES = ("crc", "varint", "scan", "records", "columnar", "index", "protocol", "dumpfmt")
+MODULES = ("crc", "varint", "scan", "records", "columnar", "index", "protocol", "dumpfmt",
+           "accum")
 
 backend: str = ""
 fast_error: "BaseException | None" = None

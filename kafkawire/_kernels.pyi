@@ -62,6 +62,11 @@ from kafkawire._fast.dumpfmt import (
     dump_batches as dump_batches,
     dump_records as dump_records,
 )
+from kafkawire._fast.accum import (
+    Appender as Appender,
+    RecordBuffer as RecordBuffer,
+    Sticky as Sticky,
+)
 
 MODULES: Tuple[str, ...]
 backend: str

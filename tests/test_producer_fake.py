@@ -304,6 +304,13 @@ def test_partitioners(fake, broker):
         p.flush(10)
         assert [f.result().partition for f in keyed] == \
             [partition_for_key(b"key-%d" % i, 4) for i in range(20)]
+    # every key length (murmur2's tail cases), most of them appended by the compiled fast path
+    fake.partitions["k"] = 7
+    with Producer(fake.bootstrap, linger_ms=2000) as p:
+        keys = [bytes(range(n)) for n in range(41)] * 2
+        futures = [p.send("k", b"v", key=k) for k in keys]
+        p.flush(10)
+        assert [f.result().partition for f in futures] == [partition_for_key(k, 7) for k in keys]
     with Producer(fake.bootstrap, partitioner="round_robin", linger_ms=0) as p:
         rr = [p.send("t", b"v", key=b"same") for _ in range(8)]
         p.flush(10)

@@ -49,27 +49,30 @@ def encode_batch(records: bytes, count: int, first_ts: int, max_ts: int, codec: 
 
 
 class ProducerBatch:
-    """Records of one partition sent (and retried) together as one v2 batch."""
+    """Records of one partition sent (and retried) together as one v2 batch.
 
-    __slots__ = ("topic", "partition", "values", "keys", "timestamps", "headers", "outcome",
-                 "callbacks", "size", "count", "created", "deadline", "closed", "attempts",
-                 "retry_at", "base_sequence", "encoded", "encoded_for", "blob", "first_ts",
-                 "max_ts", "batch_future", "sent_at", "epoch", "order")
+    ``send`` appends to ``buf`` (a ``RecordBuffer`` kernel: records are
+    encoded as they arrive); ``send_batch`` gives a pre-encoded ``blob`` or,
+    for rows it could not encode from Arrow buffers, the per-record lists.
+    """
+
+    __slots__ = ("topic", "partition", "buf", "values", "keys", "timestamps", "headers",
+                 "outcome", "callbacks", "created", "deadline", "attempts", "retry_at",
+                 "base_sequence", "encoded", "encoded_for", "blob", "first_ts", "max_ts",
+                 "batch_future", "sent_at", "epoch", "order")
 
     def __init__(self, topic: str, partition: int, now: float, delivery_timeout: float) -> None:
         self.topic = topic
         self.partition = partition
-        self.values: List[Optional[bytes]] = []
-        self.keys: List[Optional[bytes]] = []
-        self.timestamps: List[int] = []
-        self.headers: Any = None  # send(): {index: headers} for the records that have some
-        self.outcome = Outcome(topic, partition, self.timestamps)
+        self.buf = K.RecordBuffer(BATCH_HEADER_SIZE)  # count, size, closed and the records
+        self.values: Optional[List[Optional[bytes]]] = None  # send_batch rows: per-record lists
+        self.keys: Optional[List[Optional[bytes]]] = None
+        self.timestamps: Optional[List[int]] = None
+        self.headers: Any = None
+        self.outcome = Outcome(topic, partition, self.buf)
         self.callbacks: Optional[Dict[int, Callable]] = None
-        self.size = BATCH_HEADER_SIZE
-        self.count = 0
         self.created = now
         self.deadline = now + delivery_timeout
-        self.closed = False
         self.attempts = 0
         self.retry_at = 0.0
         self.base_sequence = -1
@@ -83,6 +86,31 @@ class ProducerBatch:
         self.epoch = -1
         self.order = next(_ORDER)              # creation order: retries go back in this order
 
+    # The fields send() updates live in the buffer, where the compiled fast path reaches them.
+    @property
+    def count(self) -> int:
+        return self.buf.count
+
+    @count.setter
+    def count(self, value: int) -> None:
+        self.buf.count = value
+
+    @property
+    def size(self) -> int:
+        return self.buf.size
+
+    @size.setter
+    def size(self, value: int) -> None:
+        self.buf.size = value
+
+    @property
+    def closed(self) -> bool:
+        return self.buf.closed
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        self.buf.closed = value
+
     def __repr__(self) -> str:
         return (f"<ProducerBatch {self.topic}-{self.partition} records={self.count} "
                 f"bytes={self.size} seq={self.base_sequence} attempts={self.attempts}>")
@@ -94,20 +122,20 @@ class ProducerBatch:
         if self.encoded is not None and self.encoded_for == key:
             return self.encoded
         if self.blob is None:
-            ts = self.timestamps
-            first = ts[0]
-            self.first_ts, self.max_ts = first, max(ts)
-            enc = K.encode_records_v2
-            headers = self.headers
-            if headers is None or isinstance(headers, dict):
-                sparse = headers or {}
-                headers = [sparse.get(i) for i in range(self.count)] if sparse else \
-                    [None] * self.count
-            self.blob = enc(range(self.count), [t - first for t in ts], self.keys, self.values,
-                            headers)
-            # The records now live in the blob; drop the per-record lists.
-            self.values = self.keys = []
-            self.headers = None
+            if self.values is not None:  # send_batch rows
+                assert self.timestamps is not None and self.keys is not None
+                ts = self.timestamps
+                first = ts[0]
+                self.first_ts, self.max_ts = first, max(ts)
+                headers = self.headers if self.headers is not None else [None] * self.count
+                self.blob = K.encode_records_v2(range(self.count), [t - first for t in ts],
+                                                self.keys, self.values, headers)
+                # The records now live in the blob; drop the per-record lists.
+                self.values = self.keys = self.headers = None
+            else:
+                buf = self.buf
+                self.first_ts, self.max_ts = buf.first_timestamp, buf.max_timestamp
+                self.blob = buf.take()
         self.encoded = encode_batch(self.blob, self.count, self.first_ts, self.max_ts, codec,
                                     level, producer_id, producer_epoch, base_sequence,
                                     transactional)
@@ -125,9 +153,19 @@ class RecordAccumulator:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)   # memory freed / records completed
         self.queues: Dict[str, Dict[int, Deque[ProducerBatch]]] = {}
-        self.used = 0
-        self.pending_records = 0
         self.flushing = 0
+        # The bytes and records queued: counted by an Appender kernel (the producer's send
+        # path), which changes them atomically even where send() takes no lock.
+        self.counters: Any = K.Appender(None, self.queues, {}, {}, None, batch_size, 0,
+                                        buffer_memory, False)
+
+    @property
+    def used(self) -> int:
+        return self.counters.used
+
+    @property
+    def pending_records(self) -> int:
+        return self.counters.pending_records
 
     # The caller holds ``lock`` for the methods below.
     def queue(self, topic: str, partition: int) -> Deque[ProducerBatch]:
@@ -159,8 +197,7 @@ class RecordAccumulator:
         q.append(batch)
 
     def release(self, batch: ProducerBatch) -> None:
-        self.used -= batch.size
-        self.pending_records -= batch.count
+        self.counters.release(batch.size, batch.count)
         self.changed.notify_all()
 
     def batches(self) -> List[ProducerBatch]:

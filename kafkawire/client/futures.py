@@ -16,12 +16,18 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 from concurrent.futures._base import FINISHED, PENDING
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Protocol
 
 __all__ = ["DeliveryFuture", "Outcome", "complete"]
 
 _LAZY = threading.Lock()
 _LAZY_FIELDS = ("_condition", "_waiters", "_done_callbacks")
+
+
+class Timestamps(Protocol):
+    """The records' timestamps by index (a batch's ``RecordBuffer``)."""
+
+    def __getitem__(self, index: int) -> int: ...
 
 
 class Outcome:
@@ -30,7 +36,7 @@ class Outcome:
     __slots__ = ("state", "error", "base_offset", "log_append_time", "touched", "topic",
                  "partition", "timestamps")
 
-    def __init__(self, topic: str, partition: int, timestamps: List[int]) -> None:
+    def __init__(self, topic: str, partition: int, timestamps: Timestamps) -> None:
         self.state = PENDING
         self.error: Optional[BaseException] = None
         self.base_offset = -1

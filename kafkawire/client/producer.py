@@ -19,6 +19,7 @@ from time import time as _time
 from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
+from kafkawire import _kernels as K
 from kafkawire.client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator
 from kafkawire.client.client import Client
 from kafkawire.client.config import Config, connection_kwargs, resolve
@@ -65,16 +66,6 @@ def _headers(headers: Headers) -> Tuple[Optional[list], int]:
     return out, size
 
 
-class _Sticky:
-    """Keyless records: stick to one partition until ``batch_size`` bytes went there (KIP-480/794)."""
-
-    __slots__ = ("partition", "left")
-
-    def __init__(self) -> None:
-        self.partition = -1
-        self.left = 0
-
-
 class Producer:
     """A thread-safe Kafka producer.
 
@@ -109,10 +100,23 @@ class Producer:
         self._custom_partitioner: Optional[Callable] = part if callable(part) else None
         self._round_robin = part == "round_robin"
         self._ignore_keys = cfg.partitioner_ignore_keys
-        self._sticky: Dict[str, _Sticky] = {}
+        # Keyless records stick to one partition until ``batch_size`` bytes went there
+        # (KIP-480/794): {topic: Sticky}.
+        self._sticky: Dict[str, Any] = {}
         self._rr: Dict[str, int] = {}
         self._closed = False
         self._txn_ready = False
+        # send()'s common case runs in one compiled call (the Appender kernel); everything
+        # else, and every record with the pure kernels, takes _send_general.
+        self._kernels = K
+        self._appender = K.Appender(self._send_general, self._acc.queues, self._topics,
+                                    self._sticky, DeliveryFuture, self._batch_size,
+                                    self._max_record_size, self._acc.buffer_memory,
+                                    self._ignore_keys)
+        self._appender.bypass = (self._gated or self._serialize or self._round_robin
+                                 or self._custom_partitioner is not None)
+        self._acc.counters = self._appender
+        self.send = self._appender.send  # type: ignore[method-assign]
         self._sender = Sender(self)
         self._sender.start()
 
@@ -161,6 +165,7 @@ class Producer:
             return
         self._closed = True
         self._gated = True
+        self._appender.bypass = True
         sender = self._sender
         sender.closing = True
         sender.wake()
@@ -185,6 +190,14 @@ class Producer:
         runs on the producer's I/O thread once the record is acknowledged or
         has failed; keep it short.
         """
+        return self._appender.send(topic, value, key, headers, partition, timestamp, on_delivery)
+
+    def _send_general(self, topic: str, value: Any, key: Any, headers: Headers,
+                      partition: Optional[int], timestamp: Optional[int],
+                      on_delivery: Optional[Callable[[Optional[BaseException],
+                                                      Optional[RecordMetadata]], None]]
+                      ) -> "DeliveryFuture":
+        """``send`` for every record the compiled fast path does not take."""
         if self._gated:  # closed, or transactional: checked only then
             self._check_gate("send()")
         if self._serialize:
@@ -246,22 +259,12 @@ class Producer:
                     wake = True
                 b = ProducerBatch(topic, partition, _monotonic(), self._delivery_timeout)
                 q.append(b)
-            i = b.count
-            b.values.append(value)
-            b.keys.append(key)
-            b.timestamps.append(timestamp)
-            if hdrs is not None:
-                if b.headers is None:
-                    b.headers = {}
-                b.headers[i] = hdrs
+            i = b.buf.append(timestamp, key, value, hdrs, size)
             if on_delivery is not None:
                 if b.callbacks is None:
                     b.callbacks = {}
                 b.callbacks[i] = on_delivery
-            b.count = i + 1
-            b.size += size
-            acc.used += size
-            acc.pending_records += 1
+            acc.counters.reserve(size, 1)
         future._outcome = b.outcome
         future._index = i
         if wake:
@@ -293,7 +296,7 @@ class Producer:
             return avail[i % len(avail)] if avail else i % n
         sticky = self._sticky.get(topic)
         if sticky is None:
-            sticky = self._sticky[topic] = _Sticky()
+            sticky = self._sticky[topic] = self._kernels.Sticky()
         if sticky.left <= 0 or sticky.partition >= n:
             avail = info.available_partitions() or list(range(n))
             if len(avail) > 1 and sticky.partition in avail:
@@ -487,8 +490,7 @@ class Producer:
                             future._fail(j, err)
                         break
                 acc.queue(topic, p).append(b)
-                acc.used += b.size
-                acc.pending_records += count
+                acc.counters.reserve(b.size, count)
         self._sender.wake()
         return future
 

@@ -1,0 +1,412 @@
+# cython: language_level=3
+"""Producer accumulator kernels (compiled twin of ``kafkawire/_pure/accum.py``).
+
+``RecordBuffer`` encodes each record into its batch's records region as it is
+appended (no per-record Python lists; the sender only adds the batch header).
+``Appender.send`` is the common case of ``Producer.send`` in one C call: the
+record goes into its partition's open batch and a future comes back; anything
+else (headers, callbacks, serializers, a new batch, a full buffer, an unknown
+topic, a wrong type) goes to the producer's general path, unchanged.
+
+Thread safety: the fast path runs under the GIL without calling Python code
+and without allocating objects the cycle collector tracks between its reads
+of the shared state and its writes, so it is atomic with respect to every
+other thread; the counters it shares with the general path (``used``,
+``pending_records``) change only through this object's methods, each one
+atomic for the same reason.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport realloc, free
+from libc.string cimport memcpy
+
+__all__ = ["RecordBuffer", "Appender", "Sticky"]
+
+cdef extern from *:
+    """
+    #include <time.h>
+    static int64_t kw_accum_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    }
+    /* Kafka's Utils.murmur2 (seed 0x9747b28c), as an unsigned 32-bit value. */
+    static uint32_t kw_murmur2(const unsigned char *data, Py_ssize_t length) {
+        const uint32_t m = 0x5bd1e995u;
+        uint32_t h = 0x9747b28cu ^ (uint32_t)length;
+        Py_ssize_t whole = length & ~(Py_ssize_t)3, i;
+        for (i = 0; i < whole; i += 4) {
+            uint32_t k = (uint32_t)data[i] | ((uint32_t)data[i + 1] << 8)
+                       | ((uint32_t)data[i + 2] << 16) | ((uint32_t)data[i + 3] << 24);
+            k *= m; k ^= k >> 24; k *= m;
+            h *= m; h ^= k;
+        }
+        switch (length & 3) {
+            case 3: h ^= (uint32_t)data[whole + 2] << 16;  /* fall through */
+            case 2: h ^= (uint32_t)data[whole + 1] << 8;   /* fall through */
+            case 1: h ^= (uint32_t)data[whole]; h *= m;
+        }
+        h ^= h >> 13; h *= m; h ^= h >> 15;
+        return h;
+    }
+    """
+    int64_t kw_accum_now_ms() nogil
+    uint32_t kw_murmur2(const unsigned char *data, Py_ssize_t length) nogil
+
+cdef extern from "Python.h":
+    int PyLong_CheckExact(object o)
+    int PyBytes_CheckExact(object o)
+    int PyUnicode_CheckExact(object o)
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+    object PySequence_GetItem(object o, Py_ssize_t i)
+    Py_ssize_t PyObject_Length(object o) except -1
+    const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+
+
+cdef inline int uvar_size(uint64_t v) noexcept nogil:
+    cdef int n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+cdef inline unsigned char *put_uvar(unsigned char *p, uint64_t v) noexcept nogil:
+    while v >= 0x80:
+        p[0] = <unsigned char>((v & 0x7F) | 0x80)
+        p += 1
+        v >>= 7
+    p[0] = <unsigned char>v
+    return p + 1
+
+
+cdef inline uint64_t zz(int64_t v) noexcept nogil:
+    return (<uint64_t>v << 1) ^ <uint64_t>(v >> 63)
+
+
+cdef inline unsigned char *put_field(unsigned char *p, const unsigned char *data,
+                                     Py_ssize_t n) noexcept nogil:
+    """A length-prefixed field (length -1: NULL ``data``)."""
+    if data == NULL:
+        return put_uvar(p, 1)
+    p = put_uvar(p, zz(n))
+    memcpy(p, data, n)
+    return p + n
+
+
+@cython.final
+cdef class Sticky:
+    """A topic's keyless partition and the bytes it takes before the producer moves on."""
+    cdef public Py_ssize_t partition
+    cdef public Py_ssize_t left
+
+    def __init__(self) -> None:
+        self.partition = -1
+        self.left = 0
+
+
+@cython.final
+cdef class RecordBuffer:
+    """The records region of one v2 batch, encoded as records are appended.
+
+    ``count``, ``size`` (the batch's estimated bytes, for ``batch_size`` and
+    ``buffer_memory``) and ``closed`` are the batch's own fields; ``buf[i]``
+    is the timestamp of record ``i`` (kept after :meth:`take`).
+    """
+    cdef public Py_ssize_t count
+    cdef public Py_ssize_t size
+    cdef public bint closed
+    cdef unsigned char *data
+    cdef Py_ssize_t n, cap
+    cdef int64_t *ts
+    cdef Py_ssize_t nts, ts_cap
+    cdef int64_t max_ts
+
+    def __init__(self, size):
+        self.size = size
+
+    def __dealloc__(self):
+        free(self.data)
+        free(self.ts)
+
+    def __len__(self) -> int:
+        return self.nts
+
+    def __getitem__(self, Py_ssize_t i) -> int:
+        if i < 0:
+            i += self.nts
+        if i < 0 or i >= self.nts:
+            raise IndexError("record index out of range")
+        return self.ts[i]
+
+    @property
+    def first_timestamp(self) -> int:
+        """The first record's timestamp (-1 when empty): the batch's base timestamp."""
+        return self.ts[0] if self.nts else -1
+
+    @property
+    def max_timestamp(self) -> int:
+        """The largest timestamp appended (-1 when empty)."""
+        return self.max_ts if self.nts else -1
+
+    cdef int _reserve(self, Py_ssize_t more) except -1:
+        cdef Py_ssize_t cap
+        cdef void *p
+        if self.n + more > self.cap:
+            cap = max(self.cap * 2, self.n + more, 4096)
+            p = realloc(self.data, cap)
+            if p == NULL:
+                raise MemoryError()
+            self.data = <unsigned char *>p
+            self.cap = cap
+        if self.nts == self.ts_cap:
+            cap = max(self.ts_cap * 2, 64)
+            p = realloc(self.ts, cap * sizeof(int64_t))
+            if p == NULL:
+                raise MemoryError()
+            self.ts = <int64_t *>p
+            self.ts_cap = cap
+        return 0
+
+    cdef Py_ssize_t _put(self, int64_t timestamp, const unsigned char *k, Py_ssize_t klen,
+                         const unsigned char *v, Py_ssize_t vlen, Py_ssize_t extra,
+                         Py_ssize_t nh) except -1:
+        """Append a record's head, key and value; ``extra`` header bytes follow (caller)."""
+        cdef int64_t first = self.ts[0] if self.nts else timestamp
+        cdef uint64_t zts = zz(timestamp - first)
+        cdef uint64_t zoff = zz(<int64_t>self.nts)
+        cdef Py_ssize_t body = 1 + uvar_size(zts) + uvar_size(zoff)
+        body += (uvar_size(zz(klen)) + klen) if k != NULL else 1
+        body += (uvar_size(zz(vlen)) + vlen) if v != NULL else 1
+        body += uvar_size(zz(nh)) + extra
+        self._reserve(body + 5)
+        cdef unsigned char *p = self.data + self.n
+        p = put_uvar(p, zz(body))
+        p[0] = 0
+        p = put_uvar(p + 1, zts)
+        p = put_uvar(p, zoff)
+        p = put_field(p, k, klen)
+        p = put_field(p, v, vlen)
+        p = put_uvar(p, zz(nh))
+        self.n = p - self.data
+        if not self.nts or timestamp > self.max_ts:
+            self.max_ts = timestamp
+        self.ts[self.nts] = timestamp
+        self.nts += 1
+        return self.nts - 1
+
+    def append(self, timestamp, key, value, headers, Py_ssize_t size) -> int:
+        """Encode one record (``headers``: ``[(str, bytes | None)]`` or None); returns its index.
+
+        ``size`` is added to the batch's estimated bytes and ``count`` grows by one.
+        """
+        cdef const unsigned char *k = NULL
+        cdef const unsigned char *v = NULL
+        cdef Py_ssize_t klen = 0, vlen = 0, extra = 0, nh = 0, hl, i
+        cdef unsigned char *p
+        cdef list hs = None
+        if not isinstance(timestamp, int):
+            raise TypeError(f"timestamp must be an int, not {type(timestamp).__name__}")
+        if key is not None:
+            if not PyBytes_CheckExact(key):
+                raise TypeError(f"key must be bytes or None, not {type(key).__name__}")
+            k = <const unsigned char *>PyBytes_AS_STRING(key)
+            klen = PyBytes_GET_SIZE(key)
+        if value is not None:
+            if not PyBytes_CheckExact(value):
+                raise TypeError(f"value must be bytes or None, not {type(value).__name__}")
+            v = <const unsigned char *>PyBytes_AS_STRING(value)
+            vlen = PyBytes_GET_SIZE(value)
+        if headers:
+            hs = []
+            for hkey, hval in headers:
+                if not PyUnicode_CheckExact(hkey):
+                    raise TypeError(f"header keys must be str, not {type(hkey).__name__}")
+                if hval is not None and not PyBytes_CheckExact(hval):
+                    raise TypeError(f"header value must be bytes or None, not "
+                                    f"{type(hval).__name__}")
+                hkey = (<str>hkey).encode("utf-8")
+                hs.append((hkey, hval))
+                hl = PyBytes_GET_SIZE(hkey)
+                extra += uvar_size(zz(hl)) + hl
+                if hval is None:
+                    extra += 1
+                else:
+                    hl = PyBytes_GET_SIZE(hval)
+                    extra += uvar_size(zz(hl)) + hl
+            nh = len(hs)
+        cdef int64_t ts = timestamp
+        i = self._put(ts, k, klen, v, vlen, extra, nh)
+        if nh:
+            self._reserve(extra)
+            p = self.data + self.n
+            for hkey, hval in hs:
+                p = put_field(p, <const unsigned char *>PyBytes_AS_STRING(hkey),
+                              PyBytes_GET_SIZE(hkey))
+                if hval is None:
+                    p = put_field(p, NULL, 0)
+                else:
+                    p = put_field(p, <const unsigned char *>PyBytes_AS_STRING(hval),
+                                  PyBytes_GET_SIZE(hval))
+            self.n = p - self.data
+        self.count += 1
+        self.size += size
+        return i
+
+    def take(self) -> bytes:
+        """The encoded records region; the buffer's bytes are released (timestamps stay)."""
+        out = PyBytes_FromStringAndSize(<const char *>self.data, self.n) if self.n else b""
+        free(self.data)
+        self.data = NULL
+        self.n = self.cap = 0
+        return out
+
+
+cdef object _EMPTY = ()
+
+
+@cython.final
+cdef class Appender:
+    """``Producer.send``'s common case in one call, and the buffer counters it shares.
+
+    ``fallback(topic, value, key, headers, partition, timestamp, on_delivery)``
+    is the producer's general path; ``queues`` the accumulator's
+    ``{topic: {partition: deque of batches}}`` (a batch has ``buf``, a
+    :class:`RecordBuffer`, and ``outcome``); ``topics`` the cluster's
+    ``{topic: TopicInfo}``; ``sticky`` ``{topic: Sticky}``; ``future_type``
+    the future class (made without ``__init__``, given ``_outcome`` and
+    ``_index``; anything but a class sends every record to ``fallback``).
+    ``bypass`` sends everything to ``fallback``.
+    """
+    cdef public bint bypass
+    cdef readonly Py_ssize_t used
+    cdef readonly Py_ssize_t pending_records
+    cdef object fallback
+    cdef dict queues, topics, sticky
+    cdef object future_type
+    cdef Py_ssize_t batch_size, max_record_size, buffer_memory
+    cdef bint ignore_keys
+
+    def __init__(self, fallback, queues, topics, sticky, future_type,
+                 batch_size, max_record_size, buffer_memory, ignore_keys):
+        self.fallback = fallback
+        self.queues = queues
+        self.topics = topics
+        self.sticky = sticky
+        # without a future class to make, every record takes the general path
+        self.future_type = future_type if isinstance(future_type, type) else None
+        self.batch_size = batch_size
+        self.max_record_size = max_record_size
+        self.buffer_memory = buffer_memory
+        self.ignore_keys = ignore_keys
+
+    def reserve(self, size: int, records: int) -> None:
+        """Count ``size`` bytes and ``records`` records as queued."""
+        self.used += size
+        self.pending_records += records
+
+    def release(self, size: int, records: int) -> None:
+        """Count ``size`` bytes and ``records`` records as done (delivered or failed)."""
+        self.used -= size
+        self.pending_records -= records
+
+    def send(self, topic, value=None, key=None, headers=None, partition=None, timestamp=None,
+             on_delivery=None):
+        """Append one record to its partition's open batch; a future of its metadata."""
+        cdef Py_ssize_t klen = 0, vlen = 0, size, n, p, i
+        cdef long long want
+        cdef const unsigned char *k = NULL
+        cdef const unsigned char *v = NULL
+        cdef long long ts
+        cdef int overflow = 0
+        cdef PyObject *o
+        cdef Sticky st = None
+        cdef RecordBuffer buf
+        if (self.bypass or headers is not None or on_delivery is not None
+                or self.future_type is None or not PyUnicode_CheckExact(topic)):
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        if value is not None:
+            if not PyBytes_CheckExact(value):
+                return self.fallback(topic, value, key, headers, partition, timestamp,
+                                     on_delivery)
+            v = <const unsigned char *>PyBytes_AS_STRING(value)
+            vlen = PyBytes_GET_SIZE(value)
+        if key is not None:
+            if not PyBytes_CheckExact(key):
+                return self.fallback(topic, value, key, headers, partition, timestamp,
+                                     on_delivery)
+            k = <const unsigned char *>PyBytes_AS_STRING(key)
+            klen = PyBytes_GET_SIZE(key)
+        size = 12 + vlen + klen
+        if size > self.max_record_size:
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        if timestamp is None:
+            ts = kw_accum_now_ms()
+        else:
+            if not PyLong_CheckExact(timestamp):
+                return self.fallback(topic, value, key, headers, partition, timestamp,
+                                     on_delivery)
+            ts = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
+            if overflow:
+                return self.fallback(topic, value, key, headers, partition, timestamp,
+                                     on_delivery)
+        if partition is not None and not PyLong_CheckExact(partition):
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        # The future first: making it may run the cycle collector (and so other threads);
+        # from here to the end nothing does.
+        f = (<PyTypeObject *>self.future_type).tp_new(self.future_type, <PyObject *>_EMPTY, NULL)
+        o = PyDict_GetItem(self.topics, topic)
+        if o == NULL:
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        parts = (<object>o).partitions
+        n = PyObject_Length(parts)
+        if n == 0:
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        if partition is None:
+            if k == NULL or self.ignore_keys:
+                o = PyDict_GetItem(self.sticky, topic)
+                if o == NULL or type(<object>o) is not Sticky:
+                    return self.fallback(topic, value, key, headers, partition, timestamp,
+                                         on_delivery)
+                st = <Sticky>o
+                if st.left <= 0:
+                    return self.fallback(topic, value, key, headers, partition, timestamp,
+                                         on_delivery)
+                p = st.partition
+            else:
+                p = <Py_ssize_t>((kw_murmur2(k, klen) & 0x7FFFFFFF) % <uint32_t>n)
+        else:
+            want = PyLong_AsLongLongAndOverflow(partition, &overflow)
+            if overflow or want < 0 or want >= n:
+                return self.fallback(topic, value, key, headers, partition, timestamp,
+                                     on_delivery)
+            p = <Py_ssize_t>want
+        o = PyDict_GetItem(self.queues, topic)
+        if o == NULL:
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        o = PyDict_GetItem(<object>o, p)
+        if o == NULL or PyObject_Length(<object>o) == 0:
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        batch = PySequence_GetItem(<object>o, -1)
+        b = batch.buf
+        if type(b) is not RecordBuffer:
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        buf = <RecordBuffer>b
+        if (buf.closed or (buf.size + size > self.batch_size and buf.count)
+                or (self.used + size > self.buffer_memory and self.used > 0)):
+            return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+        outcome = batch.outcome
+        i = buf._put(ts, k, klen, v, vlen, 0, 0)
+        buf.count += 1
+        buf.size += size
+        if st is not None:
+            st.left -= size
+        self.used += size
+        self.pending_records += 1
+        f._outcome = outcome
+        f._index = i
+        return f
