@@ -224,6 +224,12 @@ def test_data_source_reads_s3_in_ranged_blocks(s3, logdirs, monkeypatch):
         tasks, table = read_in_process({**opts, **extra})
         assert all(sl.path.startswith("s3://") for t in tasks for sl in t.slices)
         assert rows_of_table(table) == expected_rows(logdirs, **kw)
+    # the blocks of a slice fill one column builder: one Arrow batch per 65536 rows, not per block
+    from kafkawire.spark.options import parse_options
+    st = R.ReadSettings.from_options(parse_options(opts))
+    for sl in (sl for t in tasks for sl in t.slices):
+        sizes = [b.num_rows for b in R.read_slice(sl, st)]
+        assert len(sizes) == max(1, -(-sum(sizes) // st.records_per_batch)), sizes
 
 
 @pytest.mark.one_backend

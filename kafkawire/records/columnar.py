@@ -436,7 +436,8 @@ class ColumnChunkIterator:
     def __init__(self, data: Any, *, start: int = 0, end: Optional[int] = None,
                  base_position: int = 0, max_records: int = 65536, max_bytes: int = 64 << 20,
                  start_offset: Optional[int] = None, end_offset: Optional[int] = None,
-                 include_headers: bool = False, max_decompressed_size: Optional[int] = None) -> None:
+                 include_headers: bool = False, max_decompressed_size: Optional[int] = None,
+                 builder: Any = None, last_chunk: bool = True) -> None:
         self._view: Any = _as_bytes_view(data)     # a memoryview; None once iteration ends
         n = len(self._view)
         self._end = n if end is None else end
@@ -446,9 +447,13 @@ class ColumnChunkIterator:
         self._base = base_position
         self._include_headers = bool(include_headers)
         self._max_decompressed = max_decompressed_size
-        self._builder = K.ColumnBuilder(self._include_headers, max_records,
-                                        min(max_bytes, _C.MAX_CHUNK_BYTES),
-                                        start_offset, end_offset)
+        # a caller decoding one range in pieces (blocks of ranged reads) passes one builder to
+        # the iterator of each piece with last_chunk=False: rows carry over to the next piece,
+        # so the chunks come out as large as from one buffer
+        self._builder = builder if builder is not None else K.ColumnBuilder(
+            self._include_headers, max_records, min(max_bytes, _C.MAX_CHUNK_BYTES),
+            start_offset, end_offset)
+        self._last_chunk = last_chunk
         self.partial_tail: Optional[int] = None
         self.stop_position: Optional[int] = None
         self.next_offset: Optional[int] = None
@@ -513,6 +518,8 @@ class ColumnChunkIterator:
                 self.partial_tail = base + pos
             self.stop_position = base + pos
             break
+        if not self._last_chunk:
+            return
         last = self._chunk(chunk_start, pos)
         if len(last) or len(last.control_offset):
             yield last
