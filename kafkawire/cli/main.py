@@ -1,4 +1,4 @@
-"""The ``kafkawire`` command line: dump, verify, recover, retention, stats, find.
+"""The ``kafkawire`` command line: dump, verify, recover, retention, stats, find, serve.
 
 Every expected failure (unreadable or damaged files, bad arguments) ends in
 one line on stderr and a non-zero exit status, never a traceback:
@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import List, Optional, Sequence
 
+from kafkawire.cli import serve as serve_command
 from kafkawire.errors import KafkaWireError
 
 INT32_MAX = 2 ** 31 - 1
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--print-data-log", action="store_true", help="print the record's key and value")
     f.add_argument("--json", action="store_true")
     f.set_defaults(func=cmd_find)
+    serve_command.add_parser(sub)
     return p
 
 
