@@ -24,7 +24,8 @@ APIS = ["Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFe
         "FindCoordinator", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups",
         "ListGroups", "SaslHandshake", "ApiVersions", "CreateTopics", "DeleteTopics",
         "InitProducerId", "SaslAuthenticate", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
-        "TxnOffsetCommit", "DeleteGroups"]
+        "TxnOffsetCommit", "DeleteGroups", "DeleteRecords", "DescribeConfigs", "CreatePartitions",
+        "IncrementalAlterConfigs", "DescribeCluster"]
 NAMES = [a + s for a in APIS for s in ("Request", "Response")]
 HEADERS = {"RequestHeader": P.RequestHeader, "ResponseHeader": P.ResponseHeader}
 

@@ -26,6 +26,7 @@ from kafkawire.log.checkpoints import (META_PROPERTIES, kafka_uuid_string, rando
 from kafkawire.log.lock import LogDirLock
 from kafkawire.server.config import BrokerConfig
 from kafkawire.server.dispatch import Dispatcher
+from kafkawire.server.handlers import register_all
 from kafkawire.server.network import NetworkServer
 from kafkawire.server.partitions import PartitionManager
 
@@ -88,7 +89,6 @@ class Broker:
         #: (before they are closed): coordinators register their load/unload here.
         self.on_start: List[Callable[["Broker"], Awaitable[None]]] = []
         self.on_stop: List[Callable[["Broker"], Awaitable[None]]] = []
-        from kafkawire.server.handlers import register_all
         register_all(self)
 
     # -- identity -------------------------------------------------------------

@@ -27,6 +27,7 @@ from kafkawire.protocol import (ApiKey, ApiVersionsResponse, decode_request, enc
                                 request_header_version, response_header_version)
 from kafkawire.protocol.headers import ResponseHeader
 from kafkawire.protocol.schema import Message
+from kafkawire.server.codes import UNSUPPORTED_VERSION
 from kafkawire.server.dispatch import RawResponse, RequestContext
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ __all__ = ["NetworkServer", "encode_raw_response"]
 log = logging.getLogger("kafkawire.server.network")
 
 _SIZE = struct.Struct(">i")
-_UNSUPPORTED_VERSION = 35
 #: File regions smaller than this are read and written instead of sendfile'd.
 _SENDFILE_MIN = 16 * 1024
 
@@ -194,14 +194,16 @@ class NetworkServer:
         if api_key == ApiKey.API_VERSIONS and versions is not None and version > versions[1]:
             # Answer with v0 and UNSUPPORTED_VERSION so the client can pick a version (KIP-511).
             await self._write(conn, [encode_response(
-                dispatcher.api_versions(_UNSUPPORTED_VERSION), 0, correlation_id)])
+                dispatcher.api_versions(UNSUPPORTED_VERSION), 0, correlation_id)])
             return True
         if versions is None or not versions[0] <= version <= versions[1]:
             log.warning("closing connection from %s: API %d version %d is not served "
                         "(see ApiVersions)", conn.peer, api_key, version)
             return False
         try:
-            req = decode_request(payload, sized=False, max_frame_size=self.max_request_bytes)
+            # Bytes after the body are ignored, as Kafka ignores them (librdkafka sends some).
+            req = decode_request(payload, sized=False, max_frame_size=self.max_request_bytes,
+                                 allow_trailing=True)
         except KafkaWireError as exc:
             log.warning("closing connection from %s: malformed request (API %d v%d): %s",
                         conn.peer, api_key, version, exc)

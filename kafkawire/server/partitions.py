@@ -46,6 +46,9 @@ from kafkawire.log.txnindex import AbortedTxn
 from kafkawire.log.writer import LogWriter
 from kafkawire.records import control_batch
 from kafkawire.records.iterate import Batch
+from kafkawire.server.codes import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_TOPIC_EXCEPTION,
+                                    POLICY_VIOLATION, TOPIC_ALREADY_EXISTS, TOPIC_DELETION_DISABLED,
+                                    UNKNOWN_TOPIC_OR_PARTITION)
 from kafkawire.server.config import (INTERNAL_TOPIC_CONFIGS, TOPIC_CONFIGS, BrokerConfig,
                                      check_topic_configs, topic_config_value)
 
@@ -102,7 +105,7 @@ class ReadResult(NamedTuple):
 def validate_topic_name(name: str) -> None:
     """Kafka's topic name rules; TopicError(INVALID_TOPIC_EXCEPTION) otherwise."""
     if not name or name in (".", "..") or not _LEGAL_TOPIC.match(name):
-        raise TopicError(17, f"topic name {name!r} is illegal: use 1-249 characters of "
+        raise TopicError(INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal: use 1-249 characters of "
                              "ASCII letters, digits, '.', '_' and '-' (not '.' or '..')")
 
 
@@ -468,7 +471,7 @@ class PartitionManager:
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise TopicError(44, "this broker serves its log dirs read-only")
+            raise TopicError(POLICY_VIOLATION, "this broker serves its log dirs read-only")
 
     def create_topic(self, name: str, num_partitions: int, configs: Optional[Mapping[str, str]] = None,
                      *, validate_only: bool = False) -> Topic:
@@ -476,16 +479,16 @@ class PartitionManager:
         self._check_writable()
         validate_topic_name(name)
         if name in self.topics:
-            raise TopicError(36, f"Topic '{name}' already exists.")
+            raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if num_partitions < 1:
-            raise TopicError(37, "Number of partitions must be larger than 0.")
+            raise TopicError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if num_partitions > 100000:
-            raise TopicError(37, "Number of partitions must be at most 100000.")
+            raise TopicError(INVALID_PARTITIONS, "Number of partitions must be at most 100000.")
         configs = {k: v for k, v in (configs or {}).items() if v is not None}
         try:
             check_topic_configs(configs)
         except ValueError as exc:
-            raise TopicError(40, str(exc)) from None
+            raise TopicError(INVALID_CONFIG, str(exc)) from None
         topic = Topic(name, random_kafka_uuid(), dict(configs))
         if validate_only:
             return topic
@@ -519,7 +522,7 @@ class PartitionManager:
         if t is not None:
             return t
         if self.read_only:
-            raise TopicError(44, "this broker serves its log dirs read-only")
+            raise TopicError(POLICY_VIOLATION, "this broker serves its log dirs read-only")
         return self.create_topic(name, num_partitions, configs)
 
     def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> Topic:
@@ -527,13 +530,13 @@ class PartitionManager:
         self._check_writable()
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(3, f"topic {name!r} does not exist")
+            raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         have = len(topic.partitions)
         if total < have:
-            raise TopicError(37, f"Topic currently has {have} partitions, which is higher than "
+            raise TopicError(INVALID_PARTITIONS, f"Topic currently has {have} partitions, which is higher than "
                                  f"the requested {total}.")
         if total == have:
-            raise TopicError(37, f"Topic already has {have} partitions.")
+            raise TopicError(INVALID_PARTITIONS, f"Topic already has {have} partitions.")
         if not validate_only:
             for i in range(have, total):
                 self._add_partition(topic, i)
@@ -545,9 +548,9 @@ class PartitionManager:
         self._check_writable()
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(3, f"topic {name!r} does not exist")
+            raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         if topic.internal:
-            raise TopicError(73, f"topic {name} is internal and cannot be deleted")
+            raise TopicError(TOPIC_DELETION_DISABLED, f"topic {name} is internal and cannot be deleted")
         del self.topics[name]
         doomed = []
         for p in topic.partitions.values():
@@ -570,11 +573,11 @@ class PartitionManager:
         self._check_writable()
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(3, f"topic {name!r} does not exist")
+            raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         try:
             check_topic_configs(changes)
         except ValueError as exc:
-            raise TopicError(40, str(exc)) from None
+            raise TopicError(INVALID_CONFIG, str(exc)) from None
         if validate_only:
             return
         for k, v in changes.items():
@@ -594,7 +597,7 @@ class PartitionManager:
         TopicError(3) for an unknown partition."""
         part = self.partition(topic, index)
         if part is None:
-            raise TopicError(3, f"{topic}-{index} does not exist on this broker")
+            raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist on this broker")
         first, last = part.append(data)
         self.wake()
         return AppendInfo(first, last, -1, part.log_start_offset)

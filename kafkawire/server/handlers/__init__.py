@@ -10,6 +10,8 @@ import importlib
 import logging
 from typing import TYPE_CHECKING
 
+from kafkawire.server.handlers import admin, fetch, offsets, produce, topics
+
 if TYPE_CHECKING:
     from kafkawire.server.broker import Broker
 
@@ -23,8 +25,7 @@ PLUGGED_MODULES = ("kafkawire.server.groups", "kafkawire.server.txn")
 
 def register_all(broker: "Broker") -> None:
     """Register the broker's handlers on ``broker.dispatcher``."""
-    from kafkawire.server.handlers import fetch, offsets, produce, topics
-    for mod in (topics, produce, fetch, offsets):
+    for mod in (topics, produce, fetch, offsets, admin):
         mod.register(broker)
     for name in PLUGGED_MODULES:
         try:

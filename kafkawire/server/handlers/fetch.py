@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 from kafkawire.errors import OffsetOutOfRangeError
 from kafkawire.protocol import ApiKey, FetchResponse
 from kafkawire.protocol.schema import ZERO_UUID
+from kafkawire.server.codes import (FETCH_SESSION_ID_NOT_FOUND, OFFSET_OUT_OF_RANGE,
+                                    UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from kafkawire.server.dispatch import RawResponse, RequestContext
 from kafkawire.server.partitions import FileRegion
 
@@ -27,10 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-OFFSET_OUT_OF_RANGE = 1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-FETCH_SESSION_ID_NOT_FOUND = 70
-UNKNOWN_TOPIC_ID = 100
 _MAX_WAIT_S = 30.0
 
 

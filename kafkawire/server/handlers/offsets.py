@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, List
 
 from kafkawire.protocol import ApiKey, ListOffsetsResponse
+from kafkawire.server.codes import UNKNOWN_TOPIC_OR_PARTITION
 from kafkawire.server.dispatch import RequestContext
 
 if TYPE_CHECKING:
@@ -11,7 +12,6 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 

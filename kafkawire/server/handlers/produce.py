@@ -17,6 +17,10 @@ from kafkawire import _scan_common as C
 from kafkawire._format import (V2_ATTRIBUTES, V2_CRC, V2_CRC_START, V2_MAX_TIMESTAMP)
 from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.protocol import ApiKey, ProduceResponse
+from kafkawire.records import iter_batches
+from kafkawire.server.codes import (CORRUPT_MESSAGE, INVALID_RECORD, INVALID_REQUIRED_ACKS,
+                                    INVALID_TIMESTAMP, KAFKA_STORAGE_ERROR, MESSAGE_TOO_LARGE, NONE,
+                                    TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION)
 from kafkawire.server.dispatch import RequestContext
 from kafkawire.server.partitions import Partition
 
@@ -25,15 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "ProduceError", "check_batches"]
 
-NONE = 0
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-MESSAGE_TOO_LARGE = 10
-INVALID_REQUIRED_ACKS = 21
-TOPIC_AUTHORIZATION_FAILED = 29
-INVALID_TIMESTAMP = 32
-KAFKA_STORAGE_ERROR = 56
-INVALID_RECORD = 87
 _LONG_MAX = (1 << 63) - 1
 _CORRUPT_REASONS = ("crc", "length", "truncated", "size", "magic")
 
@@ -83,7 +78,6 @@ def check_batches(part: Partition, data: bytes, now_ms: int) -> Tuple[bytes, int
         before = int(part.config("message.timestamp.before.max.ms") or _LONG_MAX)
         after = int(part.config("message.timestamp.after.max.ms") or _LONG_MAX)
         if before < _LONG_MAX or after < _LONG_MAX:
-            from kafkawire.records import iter_batches
             for batch in iter_batches(data):
                 for rec in batch:
                     ts = rec.timestamp

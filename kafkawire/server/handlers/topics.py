@@ -7,6 +7,8 @@ from kafkawire.protocol import (ApiKey, CreateTopicsResponse, DeleteTopicsRespon
                                 MetadataResponse)
 from kafkawire.protocol.schema import ZERO_UUID
 from kafkawire.server.config import TOPIC_CONFIGS, topic_config_value
+from kafkawire.server.codes import (INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR,
+                                    INVALID_REQUEST, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from kafkawire.server.dispatch import RequestContext
 from kafkawire.server.partitions import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
 
@@ -15,10 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "topic_ops", "config_entries"]
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-UNKNOWN_TOPIC_ID = 100
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
 #: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (no ACLs here).
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 #: Kafka's ConfigSource numbers.
@@ -117,11 +115,11 @@ async def handle_create_topics(ctx: RequestContext, req: Any, version: int) -> C
         res = R(name=t.name, error_code=0, error_message=None)
         try:
             if seen[t.name] > 1:
-                raise TopicError(42, f"Duplicate topic name {t.name} in the request")
+                raise TopicError(INVALID_REQUEST, f"Duplicate topic name {t.name} in the request")
             n, rf = t.num_partitions, t.replication_factor
             if t.assignments:
                 if n != -1 or rf != -1:
-                    raise TopicError(42, "Both numPartitions or replicationFactor and "
+                    raise TopicError(INVALID_REQUEST, "Both numPartitions or replicationFactor and "
                                          "replicasAssignments were set.")
                 idx = sorted(a.partition_index for a in t.assignments)
                 if idx != list(range(len(idx))):
