@@ -31,6 +31,7 @@ def running_broker(log_dir: Optional[str] = None, *,
                    config: Optional[Mapping[str, object]] = None, **kwargs: Any) -> Iterator["Broker"]:
     """A started broker on ``127.0.0.1`` and a free port, in ``log_dir`` (default: a new
     temporary folder, removed afterwards); stopped on exit."""
+    # cheap: pytest loads this plugin in every run; the broker loads when a test starts one
     from kafkawire.server.broker import Broker
     made = log_dir is None
     folder = tempfile.mkdtemp(prefix="kafkawire-broker-") if log_dir is None else log_dir

@@ -8,7 +8,7 @@
   (``kafkawire._fast``, ``kafkawire._pure``) are reached through ``kafkawire._kernels``.
 * An import of a kafkawire module inside a function says why it is there: a comment
   naming a ``cycle`` it breaks, or that it keeps an import ``cheap`` (on the import's
-  lines or the line above).
+  lines or in the comment right above it or its run of imports).
 """
 from __future__ import annotations
 
@@ -138,7 +138,9 @@ class _Walker(ast.NodeVisitor):
             return
         first = node.lineno - 1
         last = getattr(node, "end_lineno", node.lineno)
-        if not any(WHY_LOCAL.search(line) for line in self.lines[max(first - 1, 0):last]):
+        while first > 0 and self.lines[first - 1].lstrip().startswith(("#", "from ", "import ")):
+            first -= 1      # the comment right above (over a run of imports) counts too
+        if not any(WHY_LOCAL.search(line) for line in self.lines[first:last]):
             self.local.append(f"{self.where(node)} imports {module} inside a function")
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -199,6 +201,13 @@ def test_the_walk_sees_the_package():
 def test_no_module_uses_another_modules_private_names():
     private, _local = _walk_all()
     assert private == [], "\n".join(private)
+
+
+def test_function_local_imports_say_why():
+    _private, local = _walk_all()
+    assert local == [], "\n".join(local) + (
+        "\n(move the import to the top, or say on its line which cycle it breaks or that it "
+        "keeps an import cheap)")
 
 
 def test_the_checks_catch_what_they_are_for():

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 import kafkawire
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
 from kafkawire.cli import jsonout, text
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.paths import PartitionTarget, PathError, resolve
@@ -18,6 +20,7 @@ from kafkawire.compression import decompress
 from kafkawire.errors import (CodecNotInstalledError, CorruptRecordError, KafkaWireError,
                               OffsetOutOfRangeError)
 from kafkawire.log import files as F
+from kafkawire.log.retention import plan_retention, purge_deleted
 from kafkawire.log.storage import is_url, map_file, storage_for
 from kafkawire.log.verify import VerifyReport, describe_tail, verify_segment
 
@@ -227,8 +230,6 @@ _PROGRESS_STEP = 4 << 20
 def _only_tail_left(data, position: int, end: int) -> bool:
     """Whether what follows ``position`` is only an end of segment that no batch completes
     (zeros, or a header whose length runs past the end)."""
-    from kafkawire import _kernels as K
-    from kafkawire import _scan_common as C
     status = K.scan_batches(data, position, end, 1, False)[2]
     return K.buffer_is_zero(data, position, end) or status == C.PARTIAL
 
@@ -452,7 +453,6 @@ def retention(paths: Sequence[str], *, retention_ms: Optional[int] = None,
     ``.deleted`` files older than ``file_delete_delay_ms`` left by an earlier
     run are removed too.
     """
-    from kafkawire.log.retention import plan_retention, purge_deleted
     for p in paths:
         if is_url(p):
             raise PathError(f"{p}: retention deletes files, so it works on local folders only")

@@ -17,13 +17,16 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import kafkawire
 from kafkawire import _dumpfmt_common as FMT
+from kafkawire import _kernels as K
+from kafkawire import compression
 from kafkawire.cli import indexdump, jsonout, text
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.progress import Progress
 from kafkawire.errors import CodecNotInstalledError, CorruptRecordError, KafkaWireError
-from kafkawire.log.verify import describe_tail
 from kafkawire.log.storage import storage_for
+from kafkawire.log.verify import describe_tail
 
 INT32_MAX = 2 ** 31 - 1
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -61,10 +64,11 @@ class DumpOptions:
     @property
     def parser(self) -> text.Parser:
         if self.offsets_decoder:
+            # cheap: only these dumps load the protocol schemas the decoders read with
             from kafkawire.cli.offsets_decoder import parse_record
             return parse_record
         if self.transaction_log_decoder:
-            from kafkawire.cli.txn_decoder import parse_record as parse_txn
+            from kafkawire.cli.txn_decoder import parse_record as parse_txn  # cheap: as above
             return parse_txn
         return text.string_parser
 
@@ -110,7 +114,6 @@ def legacy_inner_checksums(batch: Any, max_size: Optional[int]) -> Optional[List
     """
     if batch.compression == "none":
         return None
-    from kafkawire.compression import decompress
     raw = bytes(batch.raw)
     pos = 12 + 4 + 1 + 1 + (8 if batch.magic == 1 else 0)
     try:
@@ -120,7 +123,7 @@ def legacy_inner_checksums(batch: Any, max_size: Optional[int]) -> Optional[List
         pos += 4
         if vlen < 0:
             return None
-        inner = decompress(batch.compression, raw[pos:pos + vlen], magic=batch.magic,
+        inner = compression.decompress(batch.compression, raw[pos:pos + vlen], magic=batch.magic,
                            max_size=max_size)
     except (struct.error, KafkaWireError):
         return None
@@ -299,7 +302,6 @@ class Dumper:
         if mode is None:
             self._general(path, data, 0, end, -1, None)
             return
-        from kafkawire import _kernels as K
         last_offset = -1
         pos = 0
         while pos < end:
@@ -327,7 +329,6 @@ class Dumper:
     def _general(self, path: str, data: Any, start: int, end: int, last_offset: int,
                  mode: Optional[int], one: bool = False) -> int:
         """The batch-object path: every batch from ``start`` (only the first with ``one``)."""
-        import kafkawire
         o = self.opts
         parser = o.parser
         it = kafkawire.iter_batches(data, start=start, end=_one_batch_end(data, start, end)
@@ -410,7 +411,6 @@ class Dumper:
                 or batch.record_count < 0 or batch.last_offset < batch.base_offset \
                 or batch.compute_crc() != batch.crc:
             return None
-        from kafkawire import _kernels as K
         try:
             data = batch.records_bytes()
             out, last, gaps = K.dump_records(
@@ -433,13 +433,11 @@ def _one_batch_end(data: Any, pos: int, end: int) -> int:
 
 
 def _zero(data: Any, start: int, end: int) -> bool:
-    from kafkawire import _kernels as K
     return bool(K.buffer_is_zero(data, start, end))
 
 
 def _last_offset(data: Any, end: int) -> int:
     """Last offset of the batches in ``data[:end]`` (-1 when there is none)."""
-    from kafkawire import _kernels as K
     rows = K.scan_batches(data, 0, end, -1, False)[0]
     return int(rows[:, 3].max()) if len(rows) else -1
 

@@ -11,7 +11,9 @@ import argparse
 import sys
 from typing import List, Optional, Sequence
 
+from kafkawire import __version__
 from kafkawire.cli import serve as serve_command
+from kafkawire.cli.output import Printer
 from kafkawire.errors import KafkaWireError
 
 INT32_MAX = 2 ** 31 - 1
@@ -29,7 +31,6 @@ def _files(text: str) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kafkawire import __version__
     p = argparse.ArgumentParser(
         prog="kafkawire",
         description="Read, check and repair Apache Kafka's on-disk logs without a broker.")
@@ -141,8 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
+    # cheap: `kafkawire --help` and usage errors load no readers; each command loads its own
     from kafkawire.cli.dump import DumpOptions, Dumper
-    from kafkawire.cli.output import Printer
     files = [f for group in (args.files or []) for f in group] + list(args.paths)
     if not files:
         raise UsageError("dump needs --files FILE1,FILE2,... (or files as arguments)")
@@ -157,19 +158,19 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from kafkawire.cli import commands
+    from kafkawire.cli import commands  # cheap: loaded by the command that runs
     return commands.verify(args.path, json_mode=args.json, progress=not args.no_progress,
                            deep=args.deep, check_indexes=not args.skip_indexes)
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    from kafkawire.cli import commands
+    from kafkawire.cli import commands  # cheap: loaded by the command that runs
     return commands.recover(args.path, apply=args.apply, json_mode=args.json,
                             progress=not args.no_progress)
 
 
 def cmd_retention(args: argparse.Namespace) -> int:
-    from kafkawire.cli import commands
+    from kafkawire.cli import commands  # cheap: loaded by the command that runs
     if args.retention_ms is None and args.retention_bytes is None and args.log_start_offset is None:
         raise UsageError("give --retention-ms, --retention-bytes or --log-start-offset")
     if args.file_delete_delay_ms < 0:
@@ -182,12 +183,12 @@ def cmd_retention(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from kafkawire.cli import commands
+    from kafkawire.cli import commands  # cheap: loaded by the command that runs
     return commands.stats(args.path, json_mode=args.json, progress=not args.no_progress)
 
 
 def cmd_find(args: argparse.Namespace) -> int:
-    from kafkawire.cli import commands
+    from kafkawire.cli import commands  # cheap: loaded by the command that runs
     return commands.find(args.path, offset=args.offset, timestamp=args.timestamp,
                          partition=args.partition, print_data=args.print_data_log,
                          json_mode=args.json)

@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any, Callable, Dict, Optional, TextIO
 
+from kafkawire.cli.progress import clear_active
+
 
 class Printer:
     """Writes either the text line or the JSON object of each item.
@@ -92,7 +94,6 @@ class Printer:
 
 def err(line: str) -> None:
     """One line on stderr (erasing a progress bar first)."""
-    from kafkawire.cli.progress import clear_active
     clear_active()
     sys.stderr.write(line)
     sys.stderr.write("\n")

@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     """Run the broker in the foreground; returns the exit status."""
-    from kafkawire.server.broker import Broker
+    from kafkawire.server.broker import Broker  # cheap: other commands never load the broker
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     dirs = [d for item in args.log_dirs for d in item.split(",") if d]

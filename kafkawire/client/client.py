@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional,
                     Sequence, Tuple, Union)
 
+from kafkawire import protocol as P
 from kafkawire.client import _api as A
 from kafkawire.client.cluster import (STALE_METADATA_CODES, BrokerInfo, ClusterMetadata,
                                       parse_bootstrap)
@@ -188,7 +189,6 @@ class Client:
 
     def _authenticate(self, conn: BrokerConnection, sasl: Sasl) -> None:
         """SaslHandshake naming the mechanism, then the mechanism's SaslAuthenticate round trips."""
-        from kafkawire import protocol as P
         if A.SASL_AUTHENTICATE not in conn.api_versions:
             raise AuthenticationError(f"{conn.host}:{conn.port} does not offer SaslAuthenticate; "
                                       "SASL needs Kafka 1.0 or newer")

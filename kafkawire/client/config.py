@@ -18,6 +18,8 @@ import ssl
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
+from kafkawire.client.assignors import get_assignor
+from kafkawire.compression import CODECS
 from kafkawire.errors import KafkaWireError
 
 __all__ = ["ConfigError", "Setting", "Config", "COMMON", "PRODUCER", "CONSUMER", "register", "resolve",
@@ -150,7 +152,6 @@ def _acks(name: str, v: Any) -> int:
 
 
 def _compression(name: str, v: Any) -> str:
-    from kafkawire.compression import CODECS
     if v is None:
         return "none"
     if not isinstance(v, str) or v.lower() not in CODECS:
@@ -198,7 +199,6 @@ PRODUCER: Dict[str, Setting] = {
 
 def _strategies(name: str, v: Any) -> Tuple[Any, ...]:
     """Assignor names ("range", "roundrobin", "cooperative-sticky"), comma-separated or a list."""
-    from kafkawire.client.assignors import get_assignor
     items = [s.strip() for s in v.split(",")] if isinstance(v, str) else \
         list(v) if isinstance(v, (list, tuple)) else [v]
     if not items:

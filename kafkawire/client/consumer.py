@@ -31,6 +31,7 @@ from kafkawire.client.fetcher import ConsumerRecord, Fetcher, PartitionState
 from kafkawire.client.group_metadata import TopicPartition
 from kafkawire.client.results import OffsetAndMetadata, OffsetResult, as_offset_and_metadata
 from kafkawire.protocol.error_codes import BrokerResponseError, make_error
+from kafkawire.records.columnar import arrow_schema
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "NoOffsetForPartitionError"]
 
@@ -470,7 +471,6 @@ class Consumer:
         """
         import pyarrow as pa
 
-        from kafkawire.records.columnar import arrow_schema
         limit = 65536 if max_records is None else max_records
         batches = self._poll(timeout_ms, limit, include_headers)
         schema = arrow_schema(include_headers=include_headers, with_topic=True)

@@ -43,6 +43,7 @@ from kafkawire.client.group_metadata import TopicPartition
 from kafkawire.protocol.error_codes import (FETCH_SESSION_ID_NOT_FOUND,
                                            INVALID_FETCH_SESSION_EPOCH, OFFSET_OUT_OF_RANGE,
                                            make_error)
+from kafkawire.records.columnar import decode_columns
 
 __all__ = ["ConsumerRecord", "PartitionState", "Fetcher", "CompletedFetch"]
 
@@ -179,7 +180,6 @@ class CompletedFetch:
     def take_columns(self, max_records: int, include_headers: bool):
         """The next up to ``max_records`` rows as a ColumnChunk-backed Arrow batch (or None)."""
         if self._arrow is None:
-            from kafkawire.records.columnar import decode_columns
             chunk = decode_columns(self.data, start_offset=self.fetch_offset,
                                    include_headers=include_headers)
             if self._read_committed and len(chunk):

@@ -18,6 +18,8 @@ from concurrent.futures import Future
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any, List, Optional, Protocol
 
+from kafkawire.client.results import RecordMetadata
+
 __all__ = ["DeliveryFuture", "Outcome", "complete"]
 
 _LAZY = threading.Lock()
@@ -47,7 +49,6 @@ class Outcome:
         self.timestamps = timestamps
 
     def metadata(self, index: int):
-        from kafkawire.client.results import RecordMetadata
         base = self.base_offset
         ts = self.log_append_time if self.log_append_time >= 0 else self.timestamps[index]
         return RecordMetadata(self.topic, self.partition, base + index if base >= 0 else -1, ts)

@@ -20,12 +20,13 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequ
                     Union)
 
 from kafkawire import _kernels as K
+from kafkawire.client import bulk
 from kafkawire.client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator
 from kafkawire.client.client import Client
 from kafkawire.client.config import Config, connection_kwargs, resolve
 from kafkawire.client.exceptions import (BufferFullError, ProducerClosedError,
                                          TransactionStateError)
-from kafkawire.client.futures import DeliveryFuture
+from kafkawire.client.futures import BatchFuture, DeliveryFuture
 from kafkawire.client.partitioner import partition_for_key
 from kafkawire.client.results import ProduceResult, RecordMetadata
 from kafkawire.client.sender import Sender
@@ -426,8 +427,6 @@ class Producer:
         (other batches may have been written).  The serializers are not
         applied: the data must be bytes (or Arrow binary/string columns).
         """
-        from kafkawire.client import bulk
-        from kafkawire.client.futures import BatchFuture
         self._check_gate("send_batch()")
         info = self._topics.get(topic)
         if info is None or not info.partitions:

@@ -37,6 +37,8 @@ from kafkawire.client.exceptions import (DeliveryTimeoutError, KafkaConnectionEr
                                          ProducerClosedError, RequestTimeoutError)
 from kafkawire.client.futures import complete
 from kafkawire.client.results import ProduceResult
+from kafkawire.client.transaction import TransactionManager
+from kafkawire.compression import codec_id
 from kafkawire.errors import KafkaWireError, ProtocolError
 from kafkawire.protocol.error_codes import (COORDINATOR_ERRORS, DUPLICATE_SEQUENCE_NUMBER,
                                            INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -78,7 +80,6 @@ class Sender(threading.Thread):
         self.retry_backoff_max = max(cfg.retry_backoff_max_ms, cfg.retry_backoff_ms) / 1000.0
         self.request_timeout = cfg.request_timeout_ms / 1000.0
         self.max_request_size = cfg.max_request_size
-        from kafkawire.compression import codec_id
         self.codec = codec_id(cfg.compression_type)
         self.level = cfg.compression_level
         self.idempotent = cfg.enable_idempotence
@@ -104,7 +105,6 @@ class Sender(threading.Thread):
         self.tasks: collections.deque = collections.deque()  # (callable, Future) to run here
         self.txn: Optional[Any] = None  # a TransactionManager with a transactional_id
         if self.transactional_id is not None:
-            from kafkawire.client.transaction import TransactionManager
             self.txn = TransactionManager(self, self.transactional_id,
                                           max(cfg.max_block_ms, cfg.request_timeout_ms) / 1000.0)
 

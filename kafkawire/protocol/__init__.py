@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Optional, Tuple, Type
 
+from kafkawire import _kernels as K
 from kafkawire.protocol.api_keys import ApiKey, request_class, response_class, supported_versions
 from kafkawire.protocol.errors import (FrameTooLargeError, InvalidFrameError, MessageDecodeError,
                                        MessageEncodeError, ProtocolError, TruncatedFrameError,
@@ -160,6 +161,5 @@ def decode_request(frame: Any, *, sized: bool = True, max_frame_size: int = DEFA
 
 
 def _decode_header(cls: Type[Message], payload: memoryview, version: int) -> Tuple[Any, int]:
-    from kafkawire import _kernels as K
     header: Tuple[Any, int] = K.decode_struct(payload, 0, payload.nbytes, cls.program(version))
     return header

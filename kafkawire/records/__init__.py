@@ -28,6 +28,6 @@ def __getattr__(name: str) -> Any:
     if name == "Record":
         return _kernels.Record
     if name in _BUILDER:
-        from kafkawire.records import builder
+        from kafkawire.records import builder  # cheap: readers never load the writer
         return getattr(builder, name)
     raise AttributeError(f"module 'kafkawire.records' has no attribute {name!r}")

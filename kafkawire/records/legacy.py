@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
+from kafkawire import compression
 from kafkawire.errors import CorruptRecordError, KafkaWireError
 from kafkawire.records.batch import CODEC_NAMES
 
@@ -155,7 +156,6 @@ class LegacyBatch:
             raise CorruptRecordError("compressed wrapper message with a null value",
                                      position=self.position, offset=w_offset, reason="compression")
         cid = w_attrs & C.LEGACY_COMPRESSION_MASK
-        from kafkawire import compression
         try:
             data = compression.decompress(cid, value, magic=w_magic, max_size=self._max_size)
         except CorruptRecordError as exc:

@@ -18,6 +18,10 @@ import sys
 import time
 from typing import List, Optional
 
+import kafkawire
+from kafkawire.spark.sample import build_sample
+from kafkawire.spark.session import make_session
+
 
 def summarize(spark, logs: str, out: str, *, isolation: str = "read_uncommitted") -> List[dict]:
     """The pipeline itself: returns the summary rows and writes ``out/parquet``."""
@@ -68,17 +72,14 @@ def main(argv: Optional[list] = None) -> int:
     os.makedirs(out, exist_ok=True)
     logs = os.path.abspath(a.logs) if a.logs else os.path.join(out, "logs")
     if not a.logs:
-        from kafkawire.spark.sample import build_sample
         shutil.rmtree(logs, ignore_errors=True)
         t = time.time()
         counts = build_sample(logs, a.scale)
         print(f"sample log.dirs: {logs} ({len(counts)} partitions, {sum(counts.values())} records, "
               f"{time.time() - t:.1f}s)", flush=True)
-    from kafkawire.spark.session import make_session
     t = time.time()
     # the sample is small: a few shuffle partitions, not Spark's 200, on a cluster too
     spark = make_session(a.master, "kafkawire-demo", {"spark.sql.shuffle.partitions": "8"})
-    import kafkawire
     print(f"spark {spark.version} master={a.master} ({time.time() - t:.1f}s to start), "
           f"kafkawire {kafkawire.__version__} backend={kafkawire.backend}", flush=True)
     try:

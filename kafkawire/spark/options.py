@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from kafkawire.errors import KafkaWireError
+from kafkawire.errors import KafkaWireError, StorageError
 
 TopicPartition = Tuple[str, int]
 
@@ -239,7 +239,8 @@ def _duration(opts: Dict[str, str], key: str) -> Optional[int]:
 
 def _check_storage(ro: ReadOptions) -> None:
     """URL schemes and storage settings must be usable: say so now, not in a task."""
-    from kafkawire.errors import StorageError
+    # cheap: the data source module PySpark imports for every session (through this one)
+    # loads no log readers
     from kafkawire.log.storage import PROTOCOLS, storage_options, url_scheme
     for p in ro.paths:
         scheme = url_scheme(p)

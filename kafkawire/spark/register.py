@@ -1,6 +1,8 @@
 """Register the ``kafkawire`` format with a SparkSession."""
 from __future__ import annotations
 
+from kafkawire._deps import require
+
 
 def register(spark) -> None:
     """Make ``spark.read.format("kafkawire")`` and ``spark.readStream.format("kafkawire")`` work.
@@ -9,7 +11,7 @@ def register(spark) -> None:
     ``pyspark_kafkawire`` module does not see this package (e.g. a source
     checkout that is not installed).
     """
-    from kafkawire._deps import require
     require("pyspark", "spark", "The Spark data source")
+    # cheap: `import kafkawire.spark` must not import pyspark (the source module does)
     from kafkawire.spark.source import KafkaWireDataSource
     spark.dataSource.register(KafkaWireDataSource)

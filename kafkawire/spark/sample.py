@@ -22,6 +22,8 @@ import random
 from typing import Dict, Optional
 
 from kafkawire.compression import CODECS
+from kafkawire.log import LogWriter
+from kafkawire.records import BatchBuilder
 
 BASE_TS = 1_700_000_000_000
 
@@ -44,8 +46,6 @@ def _order(rng: random.Random, i: int) -> bytes:
 def build_sample(out_dir: str, scale: int = 20_000, *, segment_bytes: int = 1 << 20,
                  seed: int = 7) -> Dict[str, int]:
     """Write the sample topics under ``out_dir``; returns records written per topic-partition folder."""
-    from kafkawire.log import LogWriter
-    from kafkawire.records import BatchBuilder
     rng = random.Random(seed)
     codecs = _codecs()
     os.makedirs(out_dir, exist_ok=True)

@@ -17,6 +17,9 @@ import sysconfig
 import warnings
 from typing import TYPE_CHECKING, List, Mapping, Optional
 
+from kafkawire._deps import require
+from kafkawire.spark.register import register
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -67,7 +70,6 @@ def make_session(master: Optional[str] = None, app: str = "kafkawire",
     warning.  Run from a source checkout, the checkout is added to the
     workers' ``PYTHONPATH``.  The ``kafkawire`` format is registered.
     """
-    from kafkawire._deps import require
     SparkContext = require("pyspark", "spark", "make_session()").SparkContext
     from pyspark.sql import SparkSession
 
@@ -103,6 +105,5 @@ def make_session(master: Optional[str] = None, app: str = "kafkawire",
         spark.sparkContext.setLogLevel("ERROR")
     log.info("Spark %s, master %s, Python workers on %s%s", spark.version, spark.sparkContext.master,
              worker_python, f" (kafkawire from the checkout {checkout})" if checkout else "")
-    from kafkawire.spark.register import register
     register(spark)
     return spark

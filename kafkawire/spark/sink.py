@@ -195,6 +195,7 @@ class KafkaWireWriter(DataSourceArrowWriter):
                     key = _bytes(keys[i])
                     p = partitions[i]
                     if p is None:
+                        # cheap: only rows without a partition load the client package
                         from kafkawire.client.partitioner import partition_for_key
                         p = (partition_for_key(key, wo.partitions) if key is not None
                              else next(rotation) % wo.partitions)

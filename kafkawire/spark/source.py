@@ -19,6 +19,8 @@ from kafkawire.spark.schema import spark_ddl
 def check_files(ro: ReadOptions) -> None:
     """Paths, topic selection and offset ranges must fit the files: checked when the DataFrame is
     defined (Spark asks for the schema then), so ``load()`` fails, not the first query."""
+    # cheap: PySpark imports this module (pyspark_kafkawire) for every session, and each
+    # method loads only what it uses
     from kafkawire.spark import layout
     from kafkawire.spark.planning import resolve_ranges, select_partitions
     parts = layout.discover(ro.paths, ro.storage_options)
@@ -47,10 +49,11 @@ class KafkaWireDataSource(DataSource):
         return spark_ddl(ro.include_headers)
 
     def reader(self, schema):
-        from kafkawire.spark.reader import make_reader
+        from kafkawire.spark.reader import make_reader  # cheap: see check_files
         return make_reader(parse_options(self.options))
 
     def writer(self, schema, overwrite: bool):
+        # cheap: see check_files
         from kafkawire.spark.sink import KafkaWireWriter, check_schema, parse_write_options
         try:
             wo = parse_write_options(self.options)
@@ -60,5 +63,5 @@ class KafkaWireDataSource(DataSource):
         return KafkaWireWriter(wo, overwrite)
 
     def streamReader(self, schema):  # noqa: N802 (Spark's name)
-        from kafkawire.spark.stream import KafkaWireStreamReader
+        from kafkawire.spark.stream import KafkaWireStreamReader  # cheap: see check_files
         return KafkaWireStreamReader(parse_options(self.options, streaming=True))
