@@ -339,6 +339,11 @@ class LogWriter:
         offset), or :attr:`next_offset` when none is open."""
         return min(self._open_txns.values(), default=self.next_offset)
 
+    @property
+    def active_segment_base(self) -> int:
+        """Base offset of the segment being appended to (it changes when the log rolls)."""
+        return self._seg.base_offset
+
     def close(self) -> None:
         if self.closed:
             return

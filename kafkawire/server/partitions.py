@@ -34,6 +34,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import IO, Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple
 
+from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.errors import LogError, OffsetOutOfRangeError
 from kafkawire.log import files as LF
@@ -49,6 +50,7 @@ from kafkawire.records.iterate import Batch
 from kafkawire.server.codes import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_TOPIC_EXCEPTION,
                                     POLICY_VIOLATION, TOPIC_ALREADY_EXISTS, TOPIC_DELETION_DISABLED,
                                     UNKNOWN_TOPIC_OR_PARTITION)
+from kafkawire.server.producer_state import ProducerStateManager
 from kafkawire.server.config import (INTERNAL_TOPIC_CONFIGS, TOPIC_CONFIGS, BrokerConfig,
                                      check_topic_configs, topic_config_value)
 
@@ -141,6 +143,15 @@ class Partition:
         self._files: Dict[int, IO[bytes]] = {}
         self.log_start_offset = self.log.start_offset
         self.recovery_point = self.log_end_offset
+        self._producers = ProducerStateManager(path)
+        self._active_base = self.writer.active_segment_base if self.writer is not None else -1
+
+    @property
+    def producers(self) -> ProducerStateManager:
+        """The producer state (idempotence, open transactions), loaded on first use."""
+        if not self._producers.loaded:
+            self._producers.load(self._view(), self.log_end_offset)
+        return self._producers
 
     @property
     def key(self) -> Tuple[str, int]:
@@ -194,7 +205,25 @@ class Partition:
             raise LogError(f"{self.path} is served read-only")
         first, last = self.writer.append_batches([data], assign_offsets=assign_offsets)
         self._stale = True
+        base = self.writer.active_segment_base
+        if base != self._active_base:
+            # A roll: snapshot the producer state as of the new segment's start (this
+            # append's batch is not in it yet; its caller records it next).
+            self._active_base = base
+            if self._producers.loaded and base == first:
+                self._producers.take_snapshot(base)
         return first, last
+
+    def track_producers(self, data: bytes, first_offset: int) -> None:
+        """Record the producer batches of ``data``, appended at ``first_offset``, in the
+        producer state (when loaded; a later load reads them from the log)."""
+        if not self._producers.loaded:
+            return
+        rows = K.scan_batches(data, 0, len(data), -1, False)[0].tolist()
+        delta = first_offset - rows[0][C.BASE_OFFSET] if rows else 0
+        for r in rows:
+            if r[C.MAGIC] == 2 and r[C.PRODUCER_ID] >= 0:
+                self._producers.update(r, r[C.BASE_OFFSET] + delta, r[C.LAST_OFFSET] + delta)
 
     def flush(self) -> None:
         """fsync what was appended and move the recovery point to the log end."""
@@ -212,6 +241,8 @@ class Partition:
             f.close()
         self._files.clear()
         if self.writer is not None:
+            if self._producers.loaded:
+                self._producers.take_snapshot(self.writer.next_offset)
             self.writer.close()
             self.recovery_point = self.writer.next_offset
         self.log.close()
@@ -599,6 +630,7 @@ class PartitionManager:
         if part is None:
             raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist on this broker")
         first, last = part.append(data)
+        part.track_producers(data, first)
         self.wake()
         return AppendInfo(first, last, -1, part.log_start_offset)
 
@@ -610,7 +642,11 @@ class PartitionManager:
         stable offset moves past the transaction."""
         data = control_batch(marker, producer_id=producer_id, producer_epoch=producer_epoch,
                              coordinator_epoch=coordinator_epoch, timestamp=timestamp)
-        return self.append(topic, index, data).first_offset
+        offset = self.append(topic, index, data).first_offset
+        part = self.partition(topic, index)
+        if part is not None:
+            part.producers.update_marker(producer_id, producer_epoch, coordinator_epoch)
+        return offset
 
     # -- waiting for data -----------------------------------------------------
     def wake(self) -> None:

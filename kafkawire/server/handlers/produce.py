@@ -23,6 +23,7 @@ from kafkawire.server.codes import (CORRUPT_MESSAGE, INVALID_RECORD, INVALID_REQ
                                     TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION)
 from kafkawire.server.dispatch import RequestContext
 from kafkawire.server.partitions import Partition
+from kafkawire.server.producer_state import ProducerStateError
 
 if TYPE_CHECKING:
     from kafkawire.server.broker import Broker
@@ -124,21 +125,21 @@ async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optiona
                                              row[C.PRODUCER_ID], row[C.PRODUCER_EPOCH])
                     if code:
                         raise ProduceError(code, "transaction state refuses this batch")
-                producers = getattr(part, "producers", None)
-                if producers is not None and row[C.PRODUCER_ID] >= 0:
-                    dup = producers.check(row)
-                    if dup is not None:   # a retried batch: answer with its first offsets
-                        res.base_offset = dup
+                idempotent = row[C.PRODUCER_ID] >= 0
+                if idempotent:
+                    dup = part.producers.check(row)
+                    if dup is not None:   # a retried batch: answer with its offsets again
+                        res.base_offset = dup.first_offset
                         res.log_start_offset = part.log_start_offset
                         continue
                 first, last = part.append(data)
                 appended = True
-                if producers is not None and row[C.PRODUCER_ID] >= 0:
-                    producers.update(row, first, last)
+                if idempotent:
+                    part.producers.update(row, first, last)
                 res.base_offset = first
                 res.log_append_time_ms = append_time
                 res.log_start_offset = part.log_start_offset
-            except ProduceError as exc:
+            except (ProduceError, ProducerStateError) as exc:
                 res.error_code, res.error_message = exc.code, exc.message
             except CorruptRecordError as exc:
                 res.error_code = CORRUPT_MESSAGE if exc.reason in _CORRUPT_REASONS else INVALID_RECORD

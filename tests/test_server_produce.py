@@ -1,0 +1,145 @@
+"""Produce as Kafka validates it: error codes for damaged and oversized batches, LogAppendTime,
+and the idempotent producer state (duplicates, sequence and epoch checks, .snapshot files)."""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+
+import pytest
+
+from kafkawire import Log
+from kafkawire.log.files import read_producer_snapshot
+from kafkawire.protocol import (FetchRequest, ProduceRequest, decode_response, encode_request)
+from kafkawire.records import BatchBuilder, RecordBatch
+from kafkawire.server.codes import (CORRUPT_MESSAGE, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+                                    INVALID_RECORD, MESSAGE_TOO_LARGE, OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                    UNKNOWN_TOPIC_OR_PARTITION)
+from kafkawire.testing import kafka_broker, running_broker  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.one_backend
+
+
+class Conn:
+    def __init__(self, broker):
+        self.sock = socket.create_connection(broker.address)
+        self.sock.settimeout(10)
+        self.corr = 0
+
+    def call(self, msg, version):
+        self.corr += 1
+        self.sock.sendall(encode_request(msg, version, self.corr, "t"))
+        data = b""
+        while len(data) < 4 or len(data) - 4 < struct.unpack(">i", data[:4])[0]:
+            chunk = self.sock.recv(1 << 20)
+            assert chunk, "connection closed"
+            data += chunk
+        return decode_response(type(msg).API_KEY, version, data).message
+
+    def produce(self, topic, data, partition=0, acks=-1):
+        resp = self.call(ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[
+            dict(name=topic, partition_data=[dict(index=partition, records=data)])]), 9)
+        return resp.responses[0].partition_responses[0]
+
+
+def _batch(n=3, **kw):
+    b = BatchBuilder(2, kw.pop("compression", "none"), **kw)
+    for i in range(n):
+        b.append(b"v%d" % i, key=b"k", timestamp=1_700_000_000_000 + i)
+    return b.build()
+
+
+def test_validation_error_codes(kafka_broker):
+    kafka_broker.create_topic("v", 1, {"max.message.bytes": "2000"})
+    c = Conn(kafka_broker)
+    good = _batch()
+    assert c.produce("v", good).error_code == 0
+    bad_crc = bytearray(good)
+    bad_crc[-1] ^= 0xFF
+    assert c.produce("v", bytes(bad_crc)).error_code == CORRUPT_MESSAGE
+    assert c.produce("v", good[:-3]).error_code == CORRUPT_MESSAGE
+    assert c.produce("v", good + good).error_code == INVALID_RECORD      # two batches
+    legacy = BatchBuilder(1, "none")
+    legacy.append(b"x", timestamp=1)
+    assert c.produce("v", legacy.build()).error_code == INVALID_RECORD   # magic 1
+    big = BatchBuilder(2, "none")
+    big.append(os.urandom(3000))
+    assert c.produce("v", big.build()).error_code == MESSAGE_TOO_LARGE
+    assert c.produce("nope", good).error_code == UNKNOWN_TOPIC_OR_PARTITION
+    assert c.produce("v", good, partition=7).error_code == UNKNOWN_TOPIC_OR_PARTITION
+    with Log.open(kafka_broker.partitions.partition("v", 0).path) as log:
+        assert log.next_offset == 3 and log.verify().ok
+
+
+def test_log_append_time(kafka_broker):
+    kafka_broker.create_topic("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    c = Conn(kafka_broker)
+    r = c.produce("lat", _batch(compression="lz4"))
+    assert r.error_code == 0 and r.log_append_time_ms > 1_700_000_000_000
+    fetched = c.call(FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=0, topics=[
+        dict(topic="lat", partitions=[dict(partition=0, fetch_offset=0,
+                                           partition_max_bytes=1 << 20)])]), 11)
+    records = fetched.responses[0].partitions[0].records
+    batch = RecordBatch.from_buffer(bytes(records))
+    batch.validate()
+    assert batch.timestamp_type == "LogAppendTime"
+    assert [r.timestamp for r in batch] == [r.log_append_time_ms] * 3
+
+
+def test_idempotent_producer_state(tmp_path):
+    d = str(tmp_path / "logs")
+    with running_broker(d) as b:
+        b.create_topic("idem", 1)
+        c = Conn(b)
+        pid = 4242
+
+        def send(seq, n=3, epoch=0):
+            return c.produce("idem", _batch(n, producer_id=pid, producer_epoch=epoch,
+                                            base_sequence=seq))
+        assert send(0).base_offset == 0
+        assert send(3).base_offset == 3
+        again = send(0)                                   # a retry of a cached batch
+        assert again.error_code == 0 and again.base_offset == 0
+        assert send(3).base_offset == 3
+        assert send(9).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER   # a gap
+        assert send(6).base_offset == 6
+        assert send(0, epoch=1).base_offset == 9          # a bumped epoch restarts at 0
+        assert send(3, epoch=0).error_code == INVALID_PRODUCER_EPOCH
+        assert send(5, epoch=2).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+        other = c.produce("idem", _batch(3, producer_id=7, producer_epoch=0, base_sequence=5))
+        assert other.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER      # unknown producer, seq > 0
+        assert DUPLICATE_SEQUENCE_NUMBER != other.error_code
+    snaps = [f for f in os.listdir(os.path.join(d, "idem-0")) if f.endswith(".snapshot")]
+    assert snaps == ["00000000000000000012.snapshot"]
+    (entry,) = read_producer_snapshot(os.path.join(d, "idem-0", snaps[0]))
+    assert (entry.producer_id, entry.producer_epoch, entry.last_sequence, entry.last_offset) == (
+        pid, 1, 2, 11)
+    with running_broker(d) as b:                          # state survives a restart
+        c = Conn(b)
+        assert c.produce("idem", _batch(3, producer_id=pid, producer_epoch=1,
+                                        base_sequence=0)).base_offset == 9
+        assert c.produce("idem", _batch(3, producer_id=pid, producer_epoch=1,
+                                        base_sequence=3)).base_offset == 12
+
+
+def test_snapshot_at_roll_and_rebuild_from_log(tmp_path):
+    d = str(tmp_path / "logs")
+    with running_broker(d, config={"log.segment.bytes": "300"}) as b:
+        b.create_topic("roll", 1)
+        c = Conn(b)
+        for i in range(6):
+            r = c.produce("roll", _batch(2, producer_id=9, producer_epoch=0, base_sequence=2 * i))
+            assert r.error_code == 0
+    part_dir = os.path.join(d, "roll-0")
+    snaps = sorted(f for f in os.listdir(part_dir) if f.endswith(".snapshot"))
+    assert snaps == ["00000000000000000006.snapshot", "00000000000000000012.snapshot"]
+    for f in snaps:
+        os.remove(os.path.join(part_dir, f))
+    with running_broker(d) as b:                          # rebuilt from the batch headers
+        c = Conn(b)
+        assert c.produce("roll", _batch(2, producer_id=9, producer_epoch=0,
+                                        base_sequence=10)).base_offset == 10
+        assert c.produce("roll", _batch(2, producer_id=9, producer_epoch=0,
+                                        base_sequence=13)).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert c.produce("roll", _batch(2, producer_id=9, producer_epoch=0,
+                                        base_sequence=12)).base_offset == 12
