@@ -13,7 +13,7 @@ Public API
 ----------
 ``iter_column_chunks(data, *, start=0, end=None, base_position=0,
 max_records=65536, max_bytes=64 << 20, start_offset=None, end_offset=None,
-include_headers=False, max_decompressed_size=None, verify_crc=False)``
+include_headers=False, max_decompressed_size=None)``
     Returns a :class:`ColumnChunkIterator` (iterable of :class:`ColumnChunk`).
     ``data`` is any bytes-like buffer (bytes, bytearray, memoryview, mmap);
     ``[start, end)`` is the byte range to read; ``base_position`` is added to
@@ -90,9 +90,10 @@ Methods:
 * ``chunk.to_numpy() -> dict[str, numpy.ndarray]``: every column above by
   name (works without pyarrow).
 
-Everything per record happens in the kernels ``K.ColumnBuilder`` /
-``K.columnar_decode_*`` (``kafkawire/_fast/columnar.pyx`` and its pure twin);
-this module only loops over chunks and hands compressed payloads to
+Everything per record happens in the kernels ``K.ColumnBuilder``,
+``K.columnar_scan``, ``K.columnar_payload_info`` and ``K.columnar_payload``
+(``kafkawire/_fast/columnar.pyx`` and its pure twin); this module only loops
+over chunks and hands compressed payloads to
 :func:`kafkawire.compression.decompress`.
 """
 from __future__ import annotations
