@@ -100,3 +100,45 @@ def test_hostile_record_count_does_not_allocate_unbounded():
     with pytest.raises(KafkaWireError):
         list(iter_column_chunks(bytes(raw)))
     assert np.iinfo(np.int32).max == 0x7FFFFFFF
+
+
+def _columns_error(data: bytes):
+    try:
+        for _ in iter_column_chunks(data, include_headers=True, max_records=100):
+            pass
+    except KafkaWireError as exc:
+        return (type(exc).__name__, exc.position, exc.reason, getattr(exc, "offset", None))
+    return None
+
+
+@pytest.mark.one_backend
+def test_varint_damage_in_every_record_field_reported_alike():
+    """A varint of each field of a record made overlong or cut short: the twins report the
+    same class, position, reason and offset (the record walker's, in both)."""
+    if not _kernels.fast_available():
+        pytest.skip("compiled backend not built")
+    b = BatchBuilder(2, "none", base_offset=40)
+    b.append(b"vv", key=b"kk", timestamp=TS, headers=[("hk", b"hv")])
+    b.append(b"ww", key=b"ll", timestamp=TS + 1, headers=[("hk", b"hv")])
+    batch = b.build()
+    # the second record's varints: length, attrs, ts, off, klen, key, vlen, value, hcount, ...
+    first_len = (batch[61] >> 1) + 1
+    rec = 61 + first_len
+    varints = [rec, rec + 2, rec + 3, rec + 4, rec + 7, rec + 10, rec + 11, rec + 14]
+    seen = set()
+    for at in varints:
+        for fill in (b"\xff" * 6, b"\x80"):
+            data = bytearray(batch)
+            data[at:at + len(fill)] = fill[:len(data) - at]
+            previous = _kernels.backend
+            try:
+                _kernels.use("fast")
+                fast = _columns_error(bytes(data))
+                _kernels.use("pure")
+                pure = _columns_error(bytes(data))
+            finally:
+                _kernels.use(previous)
+            assert fast == pure, (at, fill)
+            assert fast is not None
+            seen.add(fast[2])
+    assert {"varint", "truncated"} <= seen

@@ -1,4 +1,4 @@
-"""The pure twin's optimistic v2 record decoder agrees with its checked one on any bytes.
+"""The pure twin's v2 record decoder agrees with decoding record by record, on any bytes.
 
 ``kafkawire._pure.records`` decodes each record optimistically (inline short
 varints, bounds checked once per record) and hands anything unusual to

@@ -15,9 +15,11 @@ from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_SetContext
 cimport numpy as cnp
-from kafkawire._fast.wire cimport (kw_be_i64 as be64, kw_be_i32 as be32, kw_be_i16 as be16,
-                                   kw_uvarint64, zigzag32, zigzag64, WIRE_TRUNCATED)
-from kafkawire._fast.framing cimport V2Header, read_v2_header
+from kafkawire._fast.wire cimport kw_be_i64 as be64, kw_be_i32 as be32, kw_be_i16 as be16, Cursor
+from kafkawire._fast.framing cimport (
+    V2Header, read_v2_header, RecordFields, record_read, header_next, KWR_OK, KWR_VARINT,
+    KWR_LENGTH, KWR_PAST_END, KWR_KEY_LENGTH, KWR_KEY_PAST, KWR_VALUE_LENGTH, KWR_VALUE_PAST,
+    KWR_HEADER_COUNT, KWR_HKEY_LENGTH, KWR_HVALUE_LENGTH, KWR_HVALUE_PAST)
 from kafkawire._fast.format cimport TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, CONTROL_MASK
 import numpy as np
 
@@ -230,27 +232,36 @@ cdef inline int fail_at(State* S, Py_ssize_t pos, int64_t offset, const char* re
     S.has_err_offset = 1
     return ERR_CORRUPT
 
-# Zigzag varint of at most ``maxb`` bytes (5 for int32, 10 for int64) at data[pos[0]:end].
-# Returns 0, -1 when truncated, -2 when too long (a varint whose ``maxb`` bytes all
-# continue up to ``end`` counts as truncated).
-cdef inline int rd_varint(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, int maxb,
-                          int64_t* out) noexcept nogil:
-    cdef uint64_t v
-    cdef int err = 0
-    cdef const uint8_t* q = kw_uvarint64(d + pos[0], d + end, maxb, &v, &err)
-    if q == NULL:
-        return -1 if (err == WIRE_TRUNCATED or pos[0] + maxb >= end) else -2
-    out[0] = zigzag32(<uint32_t>v) if maxb == 5 else zigzag64(v)
-    pos[0] = q - d
-    return 0
-
-cdef inline int varint_fail(State* S, int r, Py_ssize_t pos, int64_t offset, int has_off) noexcept nogil:
-    if r == -1:
-        fail(S, pos, b"truncated", b"record truncated inside a varint")
+# A record the walker refused, as this decoder reports it: at ``pos`` (the record's
+# start, or the compressed batch's position), with the record's offset once known.
+cdef int record_fail(State* S, const RecordFields* r, Py_ssize_t pos, int64_t base_offset) noexcept nogil:
+    cdef int e = r.err
+    if e == KWR_VARINT:
+        if r.varint_err == 1:
+            fail(S, pos, b"truncated", b"record truncated inside a varint")
+        else:
+            fail(S, pos, b"varint", b"varint longer than its maximum size")
+    elif e == KWR_LENGTH:
+        if r.length < 0:
+            fail(S, pos, b"length", b"record length is negative or runs past its batch")
+        else:
+            fail(S, pos, b"truncated", b"record too short for its fields")
+    elif e == KWR_PAST_END:
+        fail(S, pos, b"truncated", b"record length is negative or runs past its batch")
+    elif e == KWR_KEY_LENGTH or e == KWR_KEY_PAST:
+        fail(S, pos, b"length", b"record key length is invalid")
+    elif e == KWR_VALUE_LENGTH or e == KWR_VALUE_PAST:
+        fail(S, pos, b"length", b"record value length is invalid")
+    elif e == KWR_HEADER_COUNT:
+        fail(S, pos, b"length", b"record header count is invalid")
+    elif e == KWR_HKEY_LENGTH:
+        fail(S, pos, b"length", b"header key length is invalid")
+    elif e == KWR_HVALUE_LENGTH or e == KWR_HVALUE_PAST:
+        fail(S, pos, b"length", b"header value length is invalid")
     else:
-        fail(S, pos, b"varint", b"varint longer than its maximum size")
-    if has_off:
-        S.err_offset = offset
+        fail(S, pos, b"length", b"record length does not match its fields")
+    if r.has_offset:
+        S.err_offset = <int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>r.off_delta)
         S.has_err_offset = 1
     return ERR_CORRUPT
 
@@ -438,9 +449,15 @@ cdef inline void cur_store(State* S, Cur* u) noexcept nogil:
 # Decode v2 records d[rpos[0]:end] (ctx.count of them, resuming at index[0]).
 cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
                     Py_ssize_t* index, Py_ssize_t* rpos, Py_ssize_t errpos, int inplace) noexcept nogil:
-    cdef Py_ssize_t pos = rpos[0], i = index[0], rstart, rend, kpos, vpos, hk, here
-    cdef int64_t rlen, tsd, offd, klen, vlen, hcount, hklen, hvlen, offset, ts, j
-    cdef int r, keep, with_h, run_open = 0
+    cdef Py_ssize_t pos = rpos[0], i = index[0], rstart, kpos, vpos, here
+    cdef int64_t rlen, tsd, klen, vlen, hcount, offset, ts, j
+    cdef int keep, with_h, run_open = 0
+    cdef Cursor cur
+    cdef RecordFields rec
+    cdef const uint8_t* hp
+    cdef const uint8_t* hkp
+    cdef const uint8_t* hvp
+    cdef int32_t hkl32, hvl32
     cdef int32_t ctype
     cdef Buf* c = S.cols
     cdef int64_t rem = x.count - i
@@ -459,87 +476,49 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
     vd0 = c[C_VDATA].p
     hkd0 = c[C_HKDATA].p
     hvd0 = c[C_HVDATA].p
+    cur.base = d
+    cur.end = d + end
     while i < x.count:
         rstart = pos
         here = pos if inplace else errpos
-        r = rd_varint(d, &pos, end, 5, &rlen)
-        if r:
-            return varint_fail(S, r, here, 0, 0)
-        if rlen < 0 or rlen > end - pos:
-            return fail(S, here, b"length" if rlen < 0 else b"truncated",
-                        b"record length is negative or runs past its batch")
-        rend = pos + rlen
-        KW_PREFETCH(d + rend + 256)
+        cur.p = d + pos
+        if record_read(&cur, &rec, 0, 0, 0) != KWR_OK:
+            return record_fail(S, &rec, here, x.base_offset)
+        rlen = rec.length
+        KW_PREFETCH(rec.end + 256)
         if not x.control and (u.n >= S.max_records or (u.n > 0 and u.nbytes + rlen > S.max_bytes)):
             cur_store(S, &u)
             index[0] = i
             rpos[0] = rstart
             return ST_FULL
-        if rend - pos < 1:
-            return fail(S, here, b"truncated", b"record too short for its attributes")
-        pos += 1
-        r = rd_varint(d, &pos, rend, 10, &tsd)
-        if r == 0:
-            r = rd_varint(d, &pos, rend, 5, &offd)
-        if r:
-            return varint_fail(S, r, here, 0, 0)
-        offset = x.base_offset + offd
-        r = rd_varint(d, &pos, rend, 5, &klen)
-        if r:
-            return varint_fail(S, r, here, offset, 1)
-        if klen < -1 or klen > rend - pos:
-            return fail_at(S, here, offset, b"length", b"record key length is invalid")
-        kpos = pos
-        if klen > 0:
-            pos += klen
-        r = rd_varint(d, &pos, rend, 5, &vlen)
-        if r:
-            return varint_fail(S, r, here, offset, 1)
-        if vlen < -1 or vlen > rend - pos:
-            return fail_at(S, here, offset, b"length", b"record value length is invalid")
-        vpos = pos
-        if vlen > 0:
-            pos += vlen
-        r = rd_varint(d, &pos, rend, 5, &hcount)
-        if r:
-            return varint_fail(S, r, here, offset, 1)
-        if hcount < 0 or hcount > rend - pos:
-            return fail_at(S, here, offset, b"length", b"record header count is invalid")
+        pos = rec.end - d
+        tsd = rec.ts_delta
+        offset = <int64_t>(<uint64_t>x.base_offset + <uint64_t><int64_t>rec.off_delta)
+        klen = rec.klen
+        vlen = rec.vlen
+        hcount = rec.nh
+        kpos = rec.key - d
+        vpos = rec.value - d
         keep = (not x.control) and offset >= S.start_offset and offset < S.end_offset
         with_h = keep and S.include_headers
-        j = 0
-        while j < hcount:
-            r = rd_varint(d, &pos, rend, 5, &hklen)
-            if r:
-                return varint_fail(S, r, here, offset, 1)
-            if hklen < 0 or hklen > rend - pos:
-                return fail_at(S, here, offset, b"length", b"header key length is invalid")
-            hk = pos
-            pos += hklen
-            r = rd_varint(d, &pos, rend, 5, &hvlen)
-            if r:
-                return varint_fail(S, r, here, offset, 1)
-            if hvlen < -1 or hvlen > rend - pos:
-                return fail_at(S, here, offset, b"length", b"header value length is invalid")
-            if with_h:
-                if hklen > 0:
-                    memcpy(u.hkd, d + hk, hklen)
-                    u.hkd += hklen
+        if with_h:
+            hp = rec.headers
+            j = 0
+            while j < hcount:
+                header_next(&hp, rec.end, &hkp, &hkl32, &hvp, &hvl32)
+                if hkl32 > 0:
+                    memcpy(u.hkd, hkp, hkl32)
+                    u.hkd += hkl32
                 u.hkoff[0] = <int32_t>(u.hkd - hkd0)
                 u.hkoff += 1
-                if hvlen > 0:
-                    memcpy(u.hvd, d + pos, hvlen)
-                    u.hvd += hvlen
-                u.hvval[0] = hvlen >= 0
+                if hvl32 > 0:
+                    memcpy(u.hvd, hvp, hvl32)
+                    u.hvd += hvl32
+                u.hvval[0] = hvl32 >= 0
                 u.hvval += 1
                 u.hvoff[0] = <int32_t>(u.hvd - hvd0)
                 u.hvoff += 1
-            if hvlen > 0:
-                pos += hvlen
-            j += 1
-        if pos != rend:
-            return fail_at(S, here, offset, b"length",
-                           b"record length does not match its fields")
+                j += 1
         if x.log_append:
             ts = x.max_ts
         else:

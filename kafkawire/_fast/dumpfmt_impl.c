@@ -265,13 +265,6 @@ static inline char *put_utf8(char *w, const unsigned char *s, size_t n) {
 
 /* ---- records ------------------------------------------------------------------------- */
 #define FAIL(c, at) do { err->code = (c); err->pos = (int64_t)((at) - buf); goto fail; } while (0)
-#define VARINT32(dst, lim) do { int e_ = 0; const unsigned char *q_ = kw_varint32(p, (lim), &(dst), &e_); \
-        if (!q_) { FAIL(e_ == 1 ? KWE_VARINT_TRUNC : KWE_VARINT_LONG, p); } \
-        p = q_; } while (0)
-#define VARINT64(dst, lim) do { int e_ = 0; const unsigned char *q_ = kw_varint64(p, (lim), &(dst), &e_); \
-        if (!q_) { FAIL(e_ == 1 ? KWE_VARINT_TRUNC : KWE_VARINT_LONG, p); } \
-        p = q_; } while (0)
-
 int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end, int64_t count,
                 int64_t base_offset, int64_t last_offset, int64_t base_ts, int64_t max_ts,
                 int lat, int64_t base_seq, int mode, int64_t *prev, kwd_gaps *gaps, kwd_err *err) {
@@ -289,59 +282,43 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
         err->has_offset = 1;
         FAIL(KWE_COUNT, p);
     }
+    kw_cursor cur = {buf, p, e};
     for (int64_t i = 0; i < count; i++) {
-        const unsigned char *rec = p;
-        int32_t length, off_delta, klen, vlen, nh;
-        err->has_offset = 0;  /* until this record's offset is known */
-        int64_t ts_delta;
-        VARINT32(length, e);
-        if (length < 6) { err->a = length; FAIL(KWE_REC_LENGTH, rec); }
-        if ((size_t)length > (size_t)(e - p)) { err->a = length; FAIL(KWE_REC_PAST_END, rec); }
-        const unsigned char *re = p + length;
-        p += 1;  /* attributes */
-        VARINT64(ts_delta, re);
-        VARINT32(off_delta, re);
-        int64_t offset;
-        if (off_delta < 0 || add_ovf(base_offset, (int64_t)off_delta, &offset)
-                || offset > last_offset) {
-            err->a = off_delta;
-            FAIL(KWE_RANGE, rec);
+        kw_record r;
+        if (kw_record_read(&cur, &r, KW_WALK_UTF8 | KW_WALK_RANGE, base_offset, last_offset)
+                != KWR_OK) {
+            static const int codes[] = {
+                [KWR_LENGTH] = KWE_REC_LENGTH, [KWR_PAST_END] = KWE_REC_PAST_END,
+                [KWR_OFFSET_RANGE] = KWE_RANGE, [KWR_KEY_LENGTH] = KWE_KEY_LEN,
+                [KWR_KEY_PAST] = KWE_KEY_PAST, [KWR_VALUE_LENGTH] = KWE_VALUE_LEN,
+                [KWR_VALUE_PAST] = KWE_VALUE_PAST, [KWR_HEADER_COUNT] = KWE_HEADER_COUNT,
+                [KWR_HKEY_LENGTH] = KWE_HKEY_LEN, [KWR_HKEY_UTF8] = KWE_HKEY_UTF8,
+                [KWR_HVALUE_LENGTH] = KWE_HVALUE_LEN, [KWR_HVALUE_PAST] = KWE_HVALUE_PAST,
+                [KWR_FIELDS] = KWE_FIELDS};
+            err->has_offset = r.has_offset;
+            err->offset = base_offset + (int64_t)r.off_delta;   /* (in range when has_offset) */
+            switch (r.err) {
+            case KWR_VARINT: FAIL(r.varint_err == 1 ? KWE_VARINT_TRUNC : KWE_VARINT_LONG, r.at);
+            case KWR_LENGTH: case KWR_PAST_END: err->a = r.length; break;
+            case KWR_OFFSET_RANGE: err->a = r.off_delta; break;
+            case KWR_KEY_LENGTH: err->a = r.klen; break;
+            case KWR_VALUE_LENGTH: err->a = r.vlen; break;
+            case KWR_HEADER_COUNT: err->a = r.nh; break;
+            case KWR_HKEY_LENGTH: case KWR_HVALUE_LENGTH: err->a = r.bad; break;
+            case KWR_FIELDS: err->a = r.length; err->b = r.bad; break;
+            default: break;
+            }
+            FAIL(codes[r.err], r.at);
         }
+        const unsigned char *rec = r.start, *re = r.end;
+        int32_t length = r.length, off_delta = r.off_delta, klen = r.klen, vlen = r.vlen;
+        int32_t nh = r.nh;
+        int64_t ts_delta = r.ts_delta;
+        int64_t offset = base_offset + (int64_t)off_delta;
+        const unsigned char *key = r.key, *val = r.value, *hdrs = r.headers;
+        p = re;
         err->offset = offset;
         err->has_offset = 1;
-        VARINT32(klen, re);
-        const unsigned char *key = p;
-        if (klen < -1) { err->a = klen; FAIL(KWE_KEY_LEN, p); }
-        if (klen >= 0) {
-            if ((size_t)klen > (size_t)(re - p)) FAIL(KWE_KEY_PAST, p);
-            p += klen;
-        }
-        VARINT32(vlen, re);
-        const unsigned char *val = p;
-        if (vlen < -1) { err->a = vlen; FAIL(KWE_VALUE_LEN, p); }
-        if (vlen >= 0) {
-            if ((size_t)vlen > (size_t)(re - p)) FAIL(KWE_VALUE_PAST, p);
-            p += vlen;
-        }
-        VARINT32(nh, re);
-        const unsigned char *hdrs = p;
-        if (nh) {
-            if (nh < 0 || (size_t)nh > (size_t)(re - p)) { err->a = nh; FAIL(KWE_HEADER_COUNT, p); }
-            for (int32_t h = 0; h < nh; h++) {
-                int32_t hkl, hvl;
-                VARINT32(hkl, re);
-                if (hkl < 0 || (size_t)hkl > (size_t)(re - p)) { err->a = hkl; FAIL(KWE_HKEY_LEN, p); }
-                if (!kw_utf8_valid(p, (size_t)hkl)) FAIL(KWE_HKEY_UTF8, p);
-                p += hkl;
-                VARINT32(hvl, re);
-                if (hvl < -1) { err->a = hvl; FAIL(KWE_HVALUE_LEN, p); }
-                if (hvl >= 0) {
-                    if ((size_t)hvl > (size_t)(re - p)) FAIL(KWE_HVALUE_PAST, p);
-                    p += hvl;
-                }
-            }
-        }
-        if (p != re) { err->a = length; err->b = length - (int64_t)(re - p); FAIL(KWE_FIELDS, rec); }
         int64_t ts;
         if (lat) {
             ts = max_ts;
@@ -378,17 +355,15 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
             else { *w++ = '"'; w = put_b64(w, val, (size_t)vlen); *w++ = '"'; }
             w = PUTS(w, ",\"headers\":[");
             for (int32_t h = 0; h < nh; h++) {
-                int32_t hkl = 0, hvl = -1;
-                int e_ = 0;
-                hp = kw_varint32(hp, re, &hkl, &e_);
+                const unsigned char *hk, *hv;
+                int32_t hkl, hvl;
+                kw_header_next(&hp, re, &hk, &hkl, &hv, &hvl);
                 if (h) *w++ = ',';
                 w = PUTS(w, "[\"");
-                w = put_json_str(w, hp, (size_t)hkl);
+                w = put_json_str(w, hk, (size_t)hkl);
                 w = PUTS(w, "\",");
-                hp += hkl;
-                hp = kw_varint32(hp, re, &hvl, &e_);
                 if (hvl < 0) { w = PUTS(w, "null"); }
-                else { *w++ = '"'; w = put_b64(w, hp, (size_t)hvl); *w++ = '"'; hp += hvl; }
+                else { *w++ = '"'; w = put_b64(w, hv, (size_t)hvl); *w++ = '"'; }
                 *w++ = ']';
             }
             w = PUTS(w, "]}\n");
@@ -410,14 +385,11 @@ int kwd_records(kwd_out *out, const unsigned char *buf, size_t start, size_t end
             w = put_i64_c(w, seq, &c_seq);
             w = PUTS(w, " headerKeys: [");
             for (int32_t h = 0; h < nh; h++) {
-                int32_t hkl = 0, hvl = -1;
-                int e_ = 0;
-                hp = kw_varint32(hp, re, &hkl, &e_);
+                const unsigned char *hk, *hv;
+                int32_t hkl, hvl;
+                kw_header_next(&hp, re, &hk, &hkl, &hv, &hvl);
                 if (h) *w++ = ',';
-                w = put_mem(w, hp, (size_t)hkl);
-                hp += hkl;
-                hp = kw_varint32(hp, re, &hvl, &e_);
-                if (hvl > 0) hp += hvl;
+                w = put_mem(w, hk, (size_t)hkl);
             }
             *w++ = ']';
             if (print) {  /* text needing Java's UTF-8 replacement: the general path's */

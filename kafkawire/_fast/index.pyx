@@ -9,8 +9,9 @@ buffer as flat bytes (a C-contiguous buffer; anything else raises
 and searches it without the GIL, so an mmap is searched in place.
 """
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from kafkawire._fast.wire cimport (Bytes, bytes_open, bytes_close, kw_be_i32, kw_be_i64,
-                                   kw_uvarint64, zigzag64)
+from kafkawire._fast.framing cimport RecordFields, record_read, KWR_OK
+from kafkawire._fast.wire cimport (Cursor, Bytes, bytes_open, bytes_close, kw_be_i32, kw_be_i64,
+                                   )
 
 __all__ = ["offset_index_lookup", "time_index_lookup", "offset_index_real_entries",
            "time_index_real_entries", "offset_index_first_unordered",
@@ -210,35 +211,19 @@ cdef int _find_ts(const unsigned char* p, Py_ssize_t* ppos, Py_ssize_t end, long
                   long long min_offset, long long* off, long long* ts) noexcept nogil:
     """Status of ``records_find_timestamp``; *ppos is the malformed record's start on 2."""
     cdef long long i
-    cdef const unsigned char* q
-    cdef const unsigned char* body
-    cdef const unsigned char* pend = p + end
-    cdef uint64_t raw
-    cdef int err = 0
-    cdef int64_t length, tsd, offd
-    cdef Py_ssize_t pos = ppos[0]
+    cdef Cursor c
+    cdef RecordFields r
+    c.base = p
+    c.p = p + ppos[0]
+    c.end = p + end
     for i in range(count):
-        ppos[0] = pos
-        q = kw_uvarint64(p + pos, pend, 5, &raw, &err)
-        if q == NULL:
+        ppos[0] = c.p - p
+        if record_read(&c, &r, 0, 0, 0) != KWR_OK:
             return 2
-        length = zigzag64(raw)
-        body = q
-        if length <= 0 or length > pend - body:
-            return 2
-        q = kw_uvarint64(body + 1, pend, 10, &raw, &err) if body + 1 <= pend else NULL
-        if q == NULL:
-            return 2
-        tsd = zigzag64(raw)
-        q = kw_uvarint64(q, pend, 5, &raw, &err)
-        if q == NULL or q > body + length:
-            return 2
-        offd = zigzag64(raw)
-        if base_timestamp + tsd >= target_ts and base_offset + offd >= min_offset:
-            ts[0] = base_timestamp + tsd
-            off[0] = base_offset + offd
+        if base_timestamp + r.ts_delta >= target_ts and base_offset + r.off_delta >= min_offset:
+            ts[0] = base_timestamp + r.ts_delta
+            off[0] = base_offset + r.off_delta
             return 0
-        pos = (body + length) - p
     return 1
 
 

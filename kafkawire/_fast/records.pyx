@@ -16,7 +16,7 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM, PyList_GET_ITEM, PyList_G
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT64_MIN, INT64_MAX
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memcmp
 from kafkawire._fast.wire cimport (kw_be_i32, kw_be_u32, kw_be_i64,
@@ -1037,8 +1037,8 @@ def encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers):
         free(o.data)
 
 
-cdef int64_t INT64_MAX_ = 0x7FFFFFFFFFFFFFFF
-cdef int64_t INT64_MIN_ = -0x7FFFFFFFFFFFFFFF - 1
+cdef int64_t INT64_MAX_ = INT64_MAX
+cdef int64_t INT64_MIN_ = INT64_MIN
 
 
 cdef class _Column:

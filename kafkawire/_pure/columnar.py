@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from kafkawire import _columnar_common as _C
+from kafkawire._pure import framing as _W
 from kafkawire.errors import CorruptRecordError
 
 __all__ = ["ColumnBuilder", "columnar_scan", "columnar_payload_info", "columnar_payload"]
@@ -126,36 +127,34 @@ class ColumnBuilder:
         self._data_bytes += size
 
 
-def _varint(d: Any, pos: int, end: int, maxb: int) -> Tuple[int, int]:
-    if pos < end:
-        b = d[pos]
-        if b < 0x80:
-            return (b >> 1) ^ -(b & 1), pos + 1
-    v = 0
-    shift = 0
-    i = 0
-    while True:
-        if pos >= end:
-            raise _Corrupt(pos, "truncated", "record truncated inside a varint")
-        if i >= maxb:
-            raise _Corrupt(pos, "varint", "varint longer than its maximum size")
-        b = d[pos]
-        pos += 1
-        i += 1
-        v |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    if maxb == 5:
-        v &= 0xFFFFFFFF
-        r = (v >> 1) ^ -(v & 1)
-        r &= 0xFFFFFFFF
-        if r >= 1 << 31:
-            r -= 1 << 32
-        return r, pos
-    v &= (1 << 64) - 1
-    r = (v >> 1) ^ -(v & 1)
-    return r, pos
+#: How this decoder reports each fault of the record walker: (reason, message).
+_FAULTS = {
+    _W.VARINT: ("truncated", "record truncated inside a varint"),
+    _W.PAST_END: ("truncated", "record length is negative or runs past its batch"),
+    _W.KEY_LENGTH: ("length", "record key length is invalid"),
+    _W.KEY_PAST: ("length", "record key length is invalid"),
+    _W.VALUE_LENGTH: ("length", "record value length is invalid"),
+    _W.VALUE_PAST: ("length", "record value length is invalid"),
+    _W.HEADER_COUNT: ("length", "record header count is invalid"),
+    _W.HKEY_LENGTH: ("length", "header key length is invalid"),
+    _W.HVALUE_LENGTH: ("length", "header value length is invalid"),
+    _W.HVALUE_PAST: ("length", "header value length is invalid"),
+    _W.FIELDS: ("length", "record length does not match its fields"),
+}
+
+
+def _record_error(fault: "_W.RecordFault", here: int, base_offset: int) -> "_Corrupt":
+    """A record the walker refused, reported at ``here`` (the record's start, or the
+    compressed batch's position) with the record's offset once known."""
+    if fault.code == _W.VARINT and fault.varint_err == 2:
+        reason, msg = "varint", "varint longer than its maximum size"
+    elif fault.code == _W.LENGTH:
+        reason, msg = (("length", "record length is negative or runs past its batch")
+                       if fault.length < 0 else ("truncated", "record too short for its fields"))
+    else:
+        reason, msg = _FAULTS[fault.code]
+    off = _wrap64(base_offset + fault.off_delta) if fault.has_offset else None
+    return _Corrupt(here, reason, msg, off)
 
 
 class _Ctx:
@@ -188,61 +187,26 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
     while i < x.count:
         rstart = pos
         here = pos if inplace else errpos
-        off: Optional[int] = None
         try:
-            rlen, pos = _varint(d, pos, end, 5)
-            if rlen < 0 or rlen > end - pos:
-                raise _Corrupt(here, "length" if rlen < 0 else "truncated",
-                               "record length is negative or runs past its batch")
-            rend = pos + rlen
-            if not x.control and B._full(rlen):
-                return _C.FULL, i, rstart
-            if rend - pos < 1:
-                raise _Corrupt(here, "truncated", "record too short for its attributes")
-            pos += 1
-            tsd, pos = _varint(d, pos, rend, 10)
-            offd, pos = _varint(d, pos, rend, 5)
-            off = _wrap64(x.base_offset + offd)
-            klen, pos = _varint(d, pos, rend, 5)
-            if klen < -1 or klen > rend - pos:
-                raise _Corrupt(here, "length", "record key length is invalid", off)
-            kpos = pos
-            if klen > 0:
-                pos += klen
-            vlen, pos = _varint(d, pos, rend, 5)
-            if vlen < -1 or vlen > rend - pos:
-                raise _Corrupt(here, "length", "record value length is invalid", off)
-            vpos = pos
-            if vlen > 0:
-                pos += vlen
-            hcount, pos = _varint(d, pos, rend, 5)
-            if hcount < 0 or hcount > rend - pos:
-                raise _Corrupt(here, "length", "record header count is invalid", off)
-            keep = (not x.control) and B.start_offset <= off < B.end_offset
-            with_h = keep and B.include_headers
-            for _ in range(hcount):
-                hklen, pos = _varint(d, pos, rend, 5)
-                if hklen < 0 or hklen > rend - pos:
-                    raise _Corrupt(here, "length", "header key length is invalid", off)
-                hk = pos
-                pos += hklen
-                hvlen, pos = _varint(d, pos, rend, 5)
-                if hvlen < -1 or hvlen > rend - pos:
-                    raise _Corrupt(here, "length", "header value length is invalid", off)
-                if with_h:
-                    c[_HKDATA] += d[hk:hk + hklen]
-                    c[_HKOFF].append(len(c[_HKDATA]))
-                    if hvlen >= 0:
-                        c[_HVDATA] += d[pos:pos + hvlen]
-                    c[_HVVALID].append(hvlen >= 0)
-                    c[_HVOFF].append(len(c[_HVDATA]))
-                if hvlen > 0:
-                    pos += hvlen
-            if pos != rend:
-                raise _Corrupt(here, "length", "record length does not match its fields", off)
-        except _Corrupt as exc:
-            _p, reason, msg, o = exc.args2
-            raise _Corrupt(here, reason, msg, o if o is not None else off) from None
+            rec = _W.read_record(d, pos, end)
+        except _W.RecordFault as fault:
+            raise _record_error(fault, here, x.base_offset) from None
+        rend, rlen, _attrs, tsd, offd, kpos, klen, vpos, vlen, spans = rec
+        hcount = len(spans)
+        if not x.control and B._full(rlen):
+            return _C.FULL, i, rstart
+        pos = rend
+        off = _wrap64(x.base_offset + offd)
+        keep = (not x.control) and B.start_offset <= off < B.end_offset
+        with_h = keep and B.include_headers
+        if with_h:
+            for hk, hklen, hv, hvlen in spans:
+                c[_HKDATA] += d[hk:hk + hklen]
+                c[_HKOFF].append(len(c[_HKDATA]))
+                if hvlen >= 0:
+                    c[_HVDATA] += d[hv:hv + hvlen]
+                c[_HVVALID].append(hvlen >= 0)
+                c[_HVOFF].append(len(c[_HVDATA]))
         ts = x.max_ts if x.log_append else _wrap64(x.base_ts + tsd)
         if x.control:
             if klen < 4:

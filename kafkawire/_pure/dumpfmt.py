@@ -43,7 +43,8 @@ import struct
 
 from kafkawire import _dumpfmt_common as C
 from kafkawire._pure.crc import crc32c
-from kafkawire._pure.wire import flat, read_uvarint, zigzag
+from kafkawire._pure import framing as W
+from kafkawire._pure.wire import flat
 
 __all__ = ["dump_batches", "dump_records"]
 
@@ -67,15 +68,6 @@ class _General(Exception):
 
 
 _view = flat
-
-
-def _varint(buf, pos, end, maxb):
-    result, nxt = read_uvarint(buf, pos, end, maxb)
-    if result < 0:
-        raise _Fail(C.E_VARINT_TRUNC if result == -1 else C.E_VARINT_LONG, pos)
-    if maxb == 5:
-        result &= 0xFFFFFFFF
-    return zigzag(result), nxt
 
 
 def _utf8_ok(b) -> bool:
@@ -119,79 +111,53 @@ def _records(out, buf, start, end, count, base_offset, last_offset, base_ts, max
         raise _Fail(C.E_COUNT, start, base_offset, count, end - start)
     pos = start
     last = prev
-    cur = [None]  # the offset of the record being decoded, once known
     for _ in range(count):
-        try:
-            pos, last = _record(out, buf, pos, end, base_offset, last_offset, base_ts, max_ts,
-                                lat, base_seq, mode, last, gaps, tsname, json, printing, cur)
-        except _Fail as f:
-            if f.offset is None and f.code not in (C.E_REC_LENGTH, C.E_REC_PAST_END, C.E_RANGE):
-                f.offset = cur[0]
-            raise
+        pos, last = _record(out, buf, pos, end, base_offset, last_offset, base_ts, max_ts,
+                            lat, base_seq, mode, last, gaps, tsname, json, printing)
     if pos != end:
         raise _Fail(C.E_LEFTOVER, pos, None, end - pos, count)
     return last
 
 
+#: The walker's faults as this formatter's error codes (see ``_dumpfmt_common``).
+_FAULTS = {W.LENGTH: C.E_REC_LENGTH, W.PAST_END: C.E_REC_PAST_END, W.OFFSET_RANGE: C.E_RANGE,
+           W.KEY_LENGTH: C.E_KEY_LEN, W.KEY_PAST: C.E_KEY_PAST, W.VALUE_LENGTH: C.E_VALUE_LEN,
+           W.VALUE_PAST: C.E_VALUE_PAST, W.HEADER_COUNT: C.E_HEADER_COUNT,
+           W.HKEY_LENGTH: C.E_HKEY_LEN, W.HKEY_UTF8: C.E_HKEY_UTF8,
+           W.HVALUE_LENGTH: C.E_HVALUE_LEN, W.HVALUE_PAST: C.E_HVALUE_PAST,
+           W.FIELDS: C.E_FIELDS}
+
+
+def _fail(f: W.RecordFault, base_offset):
+    """The formatter's ``_Fail`` for a record the walker refused."""
+    offset = base_offset + f.off_delta if f.has_offset else None
+    if f.code == W.VARINT:
+        return _Fail(C.E_VARINT_TRUNC if f.varint_err == 1 else C.E_VARINT_LONG, f.at, offset)
+    a, b = 0, 0
+    if f.code in (W.LENGTH, W.PAST_END):
+        a = f.length
+    elif f.code == W.OFFSET_RANGE:
+        a = f.off_delta
+    elif f.code in (W.KEY_LENGTH, W.VALUE_LENGTH, W.HEADER_COUNT, W.HKEY_LENGTH,
+                    W.HVALUE_LENGTH):
+        a = f.bad
+    elif f.code == W.FIELDS:
+        a, b = f.length, f.bad
+    return _Fail(_FAULTS[f.code], f.at, offset, a, b)
+
+
 def _record(out, buf, pos, end, base_offset, last_offset, base_ts, max_ts, lat, base_seq, mode,
-            last, gaps, tsname, json, printing, cur):
+            last, gaps, tsname, json, printing):
     """One record: append its line; returns (next position, its offset)."""
+    try:
+        r = W.read_record(buf, pos, end, W.WALK_UTF8 | W.WALK_RANGE, base_offset, last_offset)
+    except W.RecordFault as f:
+        raise _fail(f, base_offset) from None
     rec = pos
-    cur[0] = None
-    length, pos = _varint(buf, pos, end, 5)
-    if length < 6:
-        raise _Fail(C.E_REC_LENGTH, rec, None, length)
-    if length > end - pos:
-        raise _Fail(C.E_REC_PAST_END, rec, None, length)
-    re = pos + length
-    pos += 1
-    ts_delta, pos = _varint(buf, pos, re, 10)
-    off_delta, pos = _varint(buf, pos, re, 5)
+    pos, length, _attrs, ts_delta, off_delta, kpos, klen, vpos, vlen, spans = r
     offset = base_offset + off_delta
-    if off_delta < 0 or offset > _INT64_MAX or offset > last_offset:
-        raise _Fail(C.E_RANGE, rec, None, off_delta)
-    cur[0] = offset
-    klen, pos = _varint(buf, pos, re, 5)
-    kpos = pos
-    if klen < -1:
-        raise _Fail(C.E_KEY_LEN, pos, offset, klen)
-    if klen >= 0:
-        if klen > re - pos:
-            raise _Fail(C.E_KEY_PAST, pos, offset)
-        pos += klen
-    vlen, pos = _varint(buf, pos, re, 5)
-    vpos = pos
-    if vlen < -1:
-        raise _Fail(C.E_VALUE_LEN, pos, offset, vlen)
-    if vlen >= 0:
-        if vlen > re - pos:
-            raise _Fail(C.E_VALUE_PAST, pos, offset)
-        pos += vlen
-    nh, pos = _varint(buf, pos, re, 5)
-    headers = []
-    if nh:
-        if nh < 0 or nh > re - pos:
-            raise _Fail(C.E_HEADER_COUNT, pos, offset, nh)
-        for _h in range(nh):
-            hkl, pos = _varint(buf, pos, re, 5)
-            if hkl < 0 or hkl > re - pos:
-                raise _Fail(C.E_HKEY_LEN, pos, offset, hkl)
-            hk = buf[pos:pos + hkl]
-            if not _utf8_ok(hk):
-                raise _Fail(C.E_HKEY_UTF8, pos, offset)
-            pos += hkl
-            hvl, pos = _varint(buf, pos, re, 5)
-            if hvl < -1:
-                raise _Fail(C.E_HVALUE_LEN, pos, offset, hvl)
-            hv = None
-            if hvl >= 0:
-                if hvl > re - pos:
-                    raise _Fail(C.E_HVALUE_PAST, pos, offset)
-                hv = buf[pos:pos + hvl]
-                pos += hvl
-            headers.append((hk, hv))
-    if pos != re:
-        raise _Fail(C.E_FIELDS, rec, offset, length, length - (re - pos))
+    headers = [(buf[hk:hk + hkl], None if hvl < 0 else buf[hv:hv + hvl])
+               for hk, hkl, hv, hvl in spans]
     if lat:
         ts = max_ts
     else:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import struct
 
-from kafkawire._pure.wire import flat, read_uvarint, zigzag
+from kafkawire._pure.framing import RecordFault, read_record
+from kafkawire._pure.wire import flat
 
 __all__ = ["offset_index_lookup", "time_index_lookup", "offset_index_real_entries",
            "time_index_real_entries", "offset_index_first_unordered",
@@ -135,8 +136,8 @@ def records_find_timestamp(buf, pos: int, end: int, count: int, base_offset: int
     """First record of an uncompressed v2 records section ``buf[pos:end]`` (``count``
     records) whose timestamp is >= ``target_ts`` and offset >= ``min_offset``.
 
-    Reads only each record's length, timestamp delta and offset delta (no key,
-    value or header is touched).  Returns ``(0, offset, timestamp)`` when found,
+    Each record is read by the record walker (``kafkawire._pure.framing``), no
+    record object made.  Returns ``(0, offset, timestamp)`` when found,
     ``(1, -1, -1)`` when no record qualifies, ``(2, position, -1)`` when the
     records are malformed at ``position`` (decode the batch for the real error).
     """
@@ -147,23 +148,13 @@ def records_find_timestamp(buf, pos: int, end: int, count: int, base_offset: int
     if pos < 0 or pos > end:
         return 2, pos, -1
     for _ in range(count):
-        start = pos
-        length, pos = read_uvarint(mv, pos, end, 5)
-        if length < 0:
-            return 2, start, -1
-        length = zigzag(length)
-        body = pos
-        if length <= 0 or body + length > end:
-            return 2, start, -1
-        ts_delta, pos = read_uvarint(mv, pos + 1, end, 10)   # after the attributes byte
-        if ts_delta < 0:
-            return 2, start, -1
-        off_delta, pos = read_uvarint(mv, pos, end, 5)
-        if off_delta < 0 or pos > body + length:
-            return 2, start, -1
-        ts = base_timestamp + zigzag(ts_delta)
-        off = base_offset + zigzag(off_delta)
+        try:
+            rec = read_record(mv, pos, end)
+        except RecordFault:
+            return 2, pos, -1
+        ts = base_timestamp + rec[3]
+        off = base_offset + rec[4]
         if ts >= target_ts and off >= min_offset:
             return 0, off, ts
-        pos = body + length
+        pos = rec[0]
     return 1, -1, -1

@@ -116,48 +116,6 @@ def _corrupt(msg, pos, offset=None, reason="truncated"):
     return CorruptRecordError(msg, position=pos, offset=offset, reason=reason)
 
 
-def _varint(buf, pos, end, bits=32):
-    """Zigzag varint with bounds checks (inlined hot path for 1-byte values)."""
-    if pos >= end:
-        raise _corrupt("varint runs past the end of the record", pos)
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    start = pos
-    result = b & 0x7F
-    shift = 7
-    maxb = 5 if bits == 32 else 10
-    pos += 1
-    for _ in range(maxb - 1):
-        if pos >= end:
-            raise _corrupt("varint runs past the end of the record", start)
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            result &= (1 << bits) - 1
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-    raise _corrupt(f"varint longer than {maxb} bytes", start, reason="varint")
-
-
-def _long_varint(data, pos, end, bits=32):
-    """Zigzag varint of three or more bytes (the optimistic decoder's slow lane).
-
-    Three and four bytes are unrolled (no masking needed below 32 bits);
-    longer ones go through the checked ``_varint``.
-    """
-    b = data[pos + 2]
-    if b < 128:
-        u = (data[pos] - 128) | ((data[pos + 1] - 128) << 7) | (b << 14)
-        return (u >> 1) ^ -(u & 1), pos + 3
-    c = data[pos + 3]
-    if c < 128:
-        u = (data[pos] - 128) | ((data[pos + 1] - 128) << 7) | ((b - 128) << 14) | (c << 21)
-        return (u >> 1) ^ -(u & 1), pos + 4
-    return _varint(data, pos, end, bits)
-
-
 _view = flat
 
 
@@ -302,9 +260,10 @@ def validate_records_v2(buf, start, end, count, base_offset, last_offset, on_err
         try:
             for _ in range(count):
                 rec = read(view, pos, end, W.WALK_UTF8)
-                pos = rec.end
-                if outside is None and not 0 <= rec.off_delta <= last_offset - base_offset:
-                    outside = base_offset + rec.off_delta
+                pos = rec[0]
+                off_delta = rec[4]
+                if outside is None and not 0 <= off_delta <= last_offset - base_offset:
+                    outside = base_offset + off_delta
         except W.RecordFault as fault:
             err = _record_error(fault, base_offset)
         else:
@@ -343,252 +302,57 @@ def _checked_records(view, start, end, count, base_offset, base_timestamp, max_t
                        "count")
 
 
-class _Slow(Exception):
-    """This record needs the checked decoder (it is malformed or unusual)."""
-
-
-_SLOW = _Slow()
-
-#: Zigzag values of varints: index b (< 128) for a one-byte varint b, and
-#: b + (c << 7) (>= 128) for a two-byte varint b, c (b >= 128 > c).
-_ZZ = tuple(chain(*(chain.from_iterable(zip(range(k), range(-1, -k - 1, -1)))
-                    for k in (64, 1 << 13))))  # zigzag u -> 0, -1, 1, -2, ...
-
-
 def _decode_v2(view, start, end, count, base_offset, base_timestamp, max_timestamp,
                timestamp_type):
     """Decode the v2 records of a region (normalised by ``_region``): ``(records, error)``.
 
     ``error`` is None or the ``CorruptRecordError`` met after ``records``.
-    Each record goes through an optimistic decoder that inlines one- and
-    two-byte varints and defers most bounds checks to the final "record used
-    exactly its length" check; anything unusual (a longer varint, a field out
-    of its record, an error) sends that record through ``_checked_record``,
-    which either decodes it or raises the precise error.
     """
     out = []
-    if count < 0 or (count > 0 and count > (end - start) // 7):
-        return out, _count_error(count, start, end, base_offset)
-    if type(view) is bytes:
-        data = view
-        shift = 0
-    else:
-        # slices of bytes are bytes: one copy of the region, then no bytes() per field
-        data = bytes(view[start:end])
-        shift = start
+    err = _count_error(count, start, end, base_offset)
+    if err is not None:
+        return out, err
     lat = timestamp_type == 1
     ts_name = _TS_NAMES[1 if lat else 0]
-    pos = start - shift
-    lend = end - shift
-    T = _ZZ
-    varint = _long_varint
-    new = object.__new__
-    R = Record
+    pos = start
     append = out.append
     try:
         for _ in range(count):
-            rec = pos
-            try:
-                b = data[pos]
-                if b < 128:
-                    length = T[b]
-                    pos += 1
-                else:
-                    c = data[pos + 1]
-                    if c < 128:
-                        length = T[b + (c << 7)]
-                        pos += 2
-                    elif data[pos + 2] < 128:  # big records (> 8 KiB)
-                        length = (b - 128) | ((c - 128) << 7) | (data[pos + 2] << 14)
-                        length = (length >> 1) ^ -(length & 1)
-                        pos += 3
-                    else:
-                        length, pos = varint(data, pos, lend)
-                rend = pos + length
-                if length < 6 or rend > lend:
-                    raise _SLOW
-                b = data[pos + 1]  # after the attributes byte (unused by Kafka)
-                if b < 128:
-                    ts_delta = T[b]
-                    pos += 2
-                else:
-                    c = data[pos + 2]
-                    if c < 128:
-                        ts_delta = T[b + (c << 7)]
-                        pos += 3
-                    else:
-                        ts_delta, pos = varint(data, pos + 1, rend, 64)
-                b = data[pos]
-                if b < 128:
-                    off_delta = T[b]
-                    pos += 1
-                else:
-                    c = data[pos + 1]
-                    if c < 128:
-                        off_delta = T[b + (c << 7)]
-                        pos += 2
-                    else:
-                        off_delta, pos = varint(data, pos, rend)
-                b = data[pos]
-                if b < 128:
-                    n = T[b]
-                    pos += 1
-                else:
-                    c = data[pos + 1]
-                    if c < 128:
-                        n = T[b + (c << 7)]
-                        pos += 2
-                    else:
-                        n, pos = varint(data, pos, rend)
-                if n >= 0:
-                    p = pos + n
-                    if p > rend:
-                        raise _SLOW
-                    key = data[pos:p]
-                    pos = p
-                elif n == -1:
-                    key = None
-                else:
-                    raise _SLOW
-                b = data[pos]
-                if b < 128:
-                    n = T[b]
-                    pos += 1
-                else:
-                    c = data[pos + 1]
-                    if c < 128:
-                        n = T[b + (c << 7)]
-                        pos += 2
-                    elif data[pos + 2] < 128:  # big values (> 8 KiB)
-                        n = (b - 128) | ((c - 128) << 7) | (data[pos + 2] << 14)
-                        n = (n >> 1) ^ -(n & 1)
-                        pos += 3
-                    else:
-                        n, pos = varint(data, pos, rend)
-                if n >= 0:
-                    p = pos + n
-                    if p > rend:
-                        raise _SLOW
-                    value = data[pos:p]
-                    pos = p
-                elif n == -1:
-                    value = None
-                else:
-                    raise _SLOW
-                if data[pos] == 0:
-                    headers = []
-                    pos += 1
-                else:
-                    headers, pos = _headers(data, pos, rend)
-                if pos != rend:
-                    raise _SLOW
-            except (_Slow, IndexError, CorruptRecordError, UnicodeDecodeError):
-                # The shared instance must not keep this frame (and through it the caller's
-                # iterators and the maps they read) alive after the decode.
-                _SLOW.__traceback__ = None
-                r, pos = _checked_record(view, rec + shift, end, base_offset, base_timestamp,
-                                         max_timestamp, lat, ts_name)
-                pos -= shift
-                append(r)
-                continue
-            r = new(R)
-            r.offset = base_offset + off_delta
-            r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
-            r.timestamp_type = ts_name
-            r.key = key
-            r.value = value
-            r.headers = headers
+            r, pos = _checked_record(view, pos, end, base_offset, base_timestamp, max_timestamp,
+                                     lat, ts_name)
             append(r)
-        if pos != lend:
-            raise _corrupt(f"{lend - pos} bytes left after the batch's {count} records",
-                           pos + shift, None, "count")
     except CorruptRecordError as exc:
         return out, exc
+    if pos != end:
+        return out, _corrupt(f"{end - pos} bytes left after the batch's {count} records", pos,
+                             None, "count")
     return out, None
-
-
-def _headers(data, pos, rend):
-    """Optimistic decode of a record's header count and headers -> ``(list, pos)``.
-
-    Raises ``_Slow`` (or IndexError, CorruptRecordError, UnicodeDecodeError)
-    for anything the checked decoder must look at.
-    """
-    T = _ZZ
-    varint = _long_varint
-    b = data[pos]
-    if b < 128:
-        nh = T[b]
-        pos += 1
-    else:
-        c = data[pos + 1]
-        if c < 128:
-            nh = T[b + (c << 7)]
-            pos += 2
-        else:
-            nh, pos = varint(data, pos, rend)
-    if nh < 0 or nh > rend - pos:
-        raise _SLOW
-    headers = []
-    append = headers.append
-    for _ in range(nh):
-        b = data[pos]
-        if b < 128:
-            n = T[b]
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 128:
-                n = T[b + (c << 7)]
-                pos += 2
-            else:
-                n, pos = varint(data, pos, rend)
-        p = pos + n
-        if n < 0 or p > rend:
-            raise _SLOW
-        hkey = data[pos:p].decode()
-        pos = p
-        b = data[pos]
-        if b < 128:
-            n = T[b]
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 128:
-                n = T[b + (c << 7)]
-                pos += 2
-            else:
-                n, pos = varint(data, pos, rend)
-        if n >= 0:
-            p = pos + n
-            if p > rend:
-                raise _SLOW
-            append((hkey, data[pos:p]))
-            pos = p
-        elif n == -1:
-            append((hkey, None))
-        else:
-            raise _SLOW
-    return headers, pos
 
 
 def _checked_record(buf, pos, end, base_offset, base_timestamp, max_timestamp, lat, ts_name):
     """Decode the record at ``pos`` checking every field -> ``(Record, next_pos)``, or raise."""
+    # Header keys are checked as they are decoded; a record that fails is read again with
+    # the walker's UTF-8 check, for the first fault in field order.
     try:
-        rec = W.read_record(buf, pos, end, W.WALK_UTF8)
-    except W.RecordFault as fault:
-        raise _record_error(fault, base_offset) from None
-    headers = []
-    for kpos, klen, vpos, vlen in W.headers(buf, rec):
-        headers.append((str(buf[kpos:kpos + klen], "utf-8"),
-                        None if vlen < 0 else bytes(buf[vpos:vpos + vlen])))
+        (rend, _length, _attributes, ts_delta, off_delta, key, klen, value, vlen,
+         spans) = W.read_record(buf, pos, end)
+        headers = [(str(buf[hk:hk + hklen], "utf-8"),
+                    None if hvlen < 0 else bytes(buf[hv:hv + hvlen]))
+                   for hk, hklen, hv, hvlen in spans]
+    except (W.RecordFault, UnicodeDecodeError):
+        try:
+            W.read_record(buf, pos, end, W.WALK_UTF8)
+        except W.RecordFault as fault:
+            raise _record_error(fault, base_offset) from None
+        raise
     r = Record.__new__(Record)
-    r.offset = base_offset + rec.off_delta
-    r.timestamp = max_timestamp if lat else base_timestamp + rec.ts_delta
+    r.offset = base_offset + off_delta
+    r.timestamp = max_timestamp if lat else base_timestamp + ts_delta
     r.timestamp_type = ts_name
-    r.key = None if rec.klen < 0 else bytes(buf[rec.key:rec.key + rec.klen])
-    r.value = None if rec.vlen < 0 else bytes(buf[rec.value:rec.value + rec.vlen])
+    r.key = None if klen < 0 else bytes(buf[key:key + klen])
+    r.value = None if vlen < 0 else bytes(buf[value:value + vlen])
     r.headers = headers
-    return r, rec.end
+    return r, rend
 
 
 _LEGACY_HEAD = struct.Struct(">qiIbb")          # offset, length, crc, magic, attributes
