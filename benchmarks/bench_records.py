@@ -130,13 +130,19 @@ def _worker_kafkawire(data, repeat):
             pass
         return 0
 
+    def validate():
+        # RecordBatch.validate(): the CRC and every record's structure, no record objects
+        for b in iter_batches(data):
+            b.validate()
+        return 0
+
     def stage():
         # the decompression stage alone: every batch's records region, decompressed
         for b in iter_batches(data):
             b.records_bytes()
         return 0
 
-    return header, decode, crc, stage
+    return header, decode, crc, stage, validate
 
 
 def _loop_alone(data):
@@ -272,7 +278,7 @@ def _paired(data, repeat: int) -> dict:
     against aiokafka; for a compressed workload, the decompression stage, the full
     decode, and the loop alone against the codec alone.
     """
-    kw_header, kw_decode, _, kw_stage = _worker_kafkawire(data, repeat)
+    kw_header, kw_decode, _, kw_stage, _ = _worker_kafkawire(data, repeat)
     aio_header, aio_decode, _ = _worker_aiokafka(data, repeat, True)
     out = {"header": _alternate({"fast": kw_header, "aiokafka": aio_header}, repeat, 1.0),
            "decode": _alternate({"fast": kw_decode, "aiokafka": aio_decode}, repeat, 0.5)}
@@ -292,14 +298,14 @@ def worker_main(peer: str, path: str, limit: int, crc_limit: int, repeat: int) -
         return
     crc_data = data[:crc_limit]
     data = data[:limit]
-    stage = None
+    stage = validate_fn = None
     if peer in ("fast", "pure"):
         from kafkawire import _kernels
         assert _kernels.backend == peer, (_kernels.backend, peer)
         fns = _worker_kafkawire(data, repeat)
         stage = fns[3]
         fns = fns[:3]
-        crc_fn = _worker_kafkawire(crc_data, repeat)[2]
+        crc_fn, validate_fn = _worker_kafkawire(crc_data, repeat)[2::2]
     elif peer in ("aiokafka", "aiokafka-pure"):
         fns = _worker_aiokafka(data, repeat, peer == "aiokafka")
         crc_fn = _worker_aiokafka(crc_data, repeat, peer == "aiokafka")[2]
@@ -319,7 +325,12 @@ def worker_main(peer: str, path: str, limit: int, crc_limit: int, repeat: int) -
     # passes of a few ms: more samples, so the best one is from a quiet moment
     if header is not None:
         res["header"], _ = _best(header, repeat, 1.0)
-    if crc_fn is not None:
+    if validate_fn is not None:
+        # the CRC pass and validate() alternate in this process, over the same bytes
+        both = _alternate({"crc": crc_fn, "validate": validate_fn}, repeat, 1.0)
+        res["crc"], res["validate"] = both["crc"][0], both["validate"][0]
+        res["validate_vs_crc"] = res["crc"] / res["validate"]
+    elif crc_fn is not None:
         res["crc"], _ = _best(crc_fn, repeat, 1.0)
     if stage is not None and len(data) > 22 and data[22] & 7:
         res["stage"], _ = _best(stage, repeat, 1.0)
@@ -413,9 +424,11 @@ def main() -> None:
             res = run_worker(peer, files[n], limit, crc_limit, 2 if peer in SLOW_SHARE else repeat)
             prev = results[n].get(peer)
             if prev is not None and "error" not in prev and "error" not in res:
-                for key in ("decode", "header", "crc", "stage"):
+                for key in ("decode", "header", "crc", "stage", "validate"):
                     if key in prev and key in res:
                         res[key] = min(prev[key], res[key])
+                if "validate_vs_crc" in prev and "validate_vs_crc" in res:
+                    res["validate_vs_crc"] = max(prev["validate_vs_crc"], res["validate_vs_crc"])
             results[n][peer] = res
             results[n][peer]["share"] = limit / len(data)
             results[n][peer]["crc_share"] = crc_limit / len(data)
@@ -446,13 +459,14 @@ def write_results(results, names, peers, args) -> None:
     if "java" in peers:
         out.version("java", H.java_version())
     for kind, metric in (("decode", "full decode"), ("header", "header-only iteration"),
-                         ("crc", "CRC validation")):
+                         ("crc", "CRC validation"), ("validate", "RecordBatch.validate()")):
         for n in names:
             wl = f"{n} {WORKLOADS[n][4]}"
             for p in peers:
                 rate = _rate(results[n].get(p), kind)
                 if rate is not None:
-                    share = results[n][p].get("crc_share" if kind == "crc" else "share", 1.0)
+                    share = results[n][p].get("crc_share" if kind in ("crc", "validate")
+                                              else "share", 1.0)
                     out.add(wl, LABELS[p], metric, rate[0], "records/s (CPU)",
                             note=f"on {share:.1%} of the file" if share < 0.999 else "")
     for n in names:
@@ -493,8 +507,9 @@ def _rate(r, kind):
     if not r or kind not in r or "error" in r:
         return None
     t = r[kind]
-    nbytes = r["crc_bytes"] if kind == "crc" else r["bytes"]
-    nrec = r["records"] * (r["crc_bytes"] / r["bytes"] if kind == "crc" else 1.0)
+    on_crc_bytes = kind in ("crc", "validate")
+    nbytes = r["crc_bytes"] if on_crc_bytes else r["bytes"]
+    nrec = r["records"] * (r["crc_bytes"] / r["bytes"] if on_crc_bytes else 1.0)
     return nrec / t, nbytes / t / 1e6
 
 
@@ -504,7 +519,9 @@ def print_tables(results, names, peers, java_note, quick):
           "ratio = kafkawire fast / peer\n")
     for kind, title in (("decode", "Full decode into record objects (every field touched)"),
                         ("header", "Header-only batch iteration"),
-                        ("crc", "CRC validation")):
+                        ("crc", "CRC validation"),
+                        ("validate", "RecordBatch.validate(): CRC + every record's structure "
+                                     "(kafkawire only; ratio to its CRC pass in one process)")):
         print(f"#### {title}\n")
         cols = [p for p in peers if any(_rate(results[n].get(p), kind) for n in names)]
         print("| workload | " + " | ".join(LABELS[p] for p in cols) + " |")
@@ -520,9 +537,11 @@ def print_tables(results, names, peers, java_note, quick):
                     cells.append("error" if err else "–")
                     continue
                 cell = f"{rate[0] / 1e6:.2f}M/s {rate[1]:,.0f}MB/s"
-                if p != "fast" and fast:
+                if kind == "validate" and "validate_vs_crc" in r:
+                    cell += f" ({r['validate_vs_crc']:.0%} of CRC)"
+                elif p != "fast" and fast:
                     cell += f" (×{fast[0] / rate[0]:.2f})"
-                share = r.get("crc_share" if kind == "crc" else "share", 1.0)
+                share = r.get("crc_share" if kind in ("crc", "validate") else "share", 1.0)
                 if share < 0.999:
                     cell += f" [{share:.1%}]"
                 cells.append(cell)
@@ -594,6 +613,9 @@ def print_tables(results, names, peers, java_note, quick):
     if "W1" in names:
         r = _rate(results["W1"].get("fast"), "crc")
         checks.append(("W1 CRC validation ≥ 10 GB/s (value in GB/s)", r and r[1] / 1000, 10.0))
+    for n in names:
+        v = (results[n].get("fast") or {}).get("validate_vs_crc")
+        checks.append((f"{n} validate() ≥ ½ the CRC pass's speed (fast, one process)", v, 0.5))
     for n in names:
         checks.append((f"{n} header-only fast ≥ aiokafka Cython (one process, median)",
                        paired(n, "header"), 1.0))

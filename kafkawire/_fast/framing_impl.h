@@ -106,86 +106,111 @@ static inline int kw_utf8_valid(const unsigned char *s, size_t n) {
     return 1;
 }
 
-#define KWR_FAIL(code, where) do { r->err = (code); r->at = (where); return (code); } while (0)
-#define KWR_VARINT32(dst, lim) do { int e_ = 0; \
-        const unsigned char *q_ = kw_varint32(p, (lim), &(dst), &e_); \
-        if (!q_) { r->varint_err = e_; KWR_FAIL(KWR_VARINT, p); } p = q_; } while (0)
+/* (The walker works on locals, which the compiler keeps in registers, and stores the
+ * result once: byte reads could otherwise alias the result's fields.) */
+#define KWR_FAIL(code, where) do { at = (where); err = (code); goto fail; } while (0)
+#if defined(__GNUC__) || defined(__clang__)
+#define KWR_BAD(x) __builtin_expect(!!(x), 0)
+#else
+#define KWR_BAD(x) (x)
+#endif
+#define KWR_VARINT32(dst, lim) do { \
+        const unsigned char *q_ = kw_varint32(p, (lim), &(dst), &verr); \
+        if (KWR_BAD(!q_)) { KWR_FAIL(KWR_VARINT, p); } \
+        p = q_; \
+    } while (0)
 
 /* Read the record at the cursor (see the top of this file).  `flags`: KW_WALK_*;
  * base_offset and last_offset are used only with KW_WALK_RANGE.  Positions (`at`):
  * a varint's first byte; the record's start for KWR_LENGTH, KWR_PAST_END,
  * KWR_OFFSET_RANGE and KWR_FIELDS; otherwise the byte after the length varint
- * that is wrong (the key, value or header key it describes). */
+ * that is wrong (the key, value or header key it describes).  Fields not read
+ * before a failure are 0. */
 static inline int kw_record_read(kw_cursor *c, kw_record *r, int flags,
                                  int64_t base_offset, int64_t last_offset) {
-    const unsigned char *p = c->p, *rend;
-    int32_t h, hkl, hvl;
-    r->start = r->end = r->key = r->value = r->headers = p;
-    r->length = r->klen = r->vlen = r->nh = r->off_delta = r->attributes = 0;
-    r->ts_delta = r->bad = 0;
-    r->has_offset = 0;
-    r->varint_err = 0;
-    r->err = KWR_OK;
-    KWR_VARINT32(r->length, c->end);
-    if (r->length < 6) KWR_FAIL(KWR_LENGTH, r->start);
-    if (r->length > c->end - p) KWR_FAIL(KWR_PAST_END, r->start);
-    rend = p + r->length;
-    r->end = rend;
-    r->attributes = *p++;
+    const unsigned char *const start = c->p, *const end = c->end;
+    const unsigned char *p = start, *rend = start, *at = start, *key = start, *value = start;
+    const unsigned char *headers = start;
+    int32_t length = 0, off_delta = 0, klen = 0, vlen = 0, nh = 0, h, hkl, hvl;
+    int64_t ts_delta = 0, bad = 0;
+    int err = KWR_OK, verr = 0, has_offset = 0, attributes = 0;
+    KWR_VARINT32(length, end);
+    if (KWR_BAD(length < 6)) KWR_FAIL(KWR_LENGTH, start);
+    if (KWR_BAD(length > end - p)) KWR_FAIL(KWR_PAST_END, start);
+    rend = p + length;
+    attributes = *p++;
     {
-        int e_ = 0;
-        const unsigned char *q_ = kw_varint64(p, rend, &r->ts_delta, &e_);
-        if (!q_) { r->varint_err = e_; KWR_FAIL(KWR_VARINT, p); }
+        const unsigned char *q_ = kw_varint64(p, rend, &ts_delta, &verr);
+        if (KWR_BAD(!q_)) KWR_FAIL(KWR_VARINT, p);
         p = q_;
     }
-    KWR_VARINT32(r->off_delta, rend);
-    if ((flags & KW_WALK_RANGE) && (r->off_delta < 0
-            || base_offset > INT64_MAX - (int64_t)r->off_delta
-            || base_offset + (int64_t)r->off_delta > last_offset))
-        KWR_FAIL(KWR_OFFSET_RANGE, r->start);
-    r->has_offset = 1;
-    KWR_VARINT32(r->klen, rend);
-    r->key = p;
-    if (r->klen >= 0) {
-        if (r->klen > rend - p) KWR_FAIL(KWR_KEY_PAST, p);
-        p += r->klen;
-    } else if (r->klen != -1) {
+    KWR_VARINT32(off_delta, rend);
+    if ((flags & KW_WALK_RANGE) && (off_delta < 0
+            || base_offset > INT64_MAX - (int64_t)off_delta
+            || base_offset + (int64_t)off_delta > last_offset))
+        KWR_FAIL(KWR_OFFSET_RANGE, start);
+    has_offset = 1;
+    KWR_VARINT32(klen, rend);
+    key = p;
+    if (klen >= 0) {
+        if (KWR_BAD(klen > rend - p)) KWR_FAIL(KWR_KEY_PAST, p);
+        p += klen;
+    } else if (klen != -1) {
         KWR_FAIL(KWR_KEY_LENGTH, p);
     }
-    KWR_VARINT32(r->vlen, rend);
-    r->value = p;
-    if (r->vlen >= 0) {
-        if (r->vlen > rend - p) KWR_FAIL(KWR_VALUE_PAST, p);
-        p += r->vlen;
-    } else if (r->vlen != -1) {
+    KWR_VARINT32(vlen, rend);
+    value = p;
+    if (vlen >= 0) {
+        if (KWR_BAD(vlen > rend - p)) KWR_FAIL(KWR_VALUE_PAST, p);
+        p += vlen;
+    } else if (vlen != -1) {
         KWR_FAIL(KWR_VALUE_LENGTH, p);
     }
-    KWR_VARINT32(r->nh, rend);
-    r->headers = p;
-    if (r->nh != 0) {
-        if (r->nh < 0 || r->nh > rend - p) KWR_FAIL(KWR_HEADER_COUNT, p);
-        for (h = 0; h < r->nh; h++) {
+    KWR_VARINT32(nh, rend);
+    headers = p;
+    if (nh != 0) {
+        if (KWR_BAD(nh < 0 || nh > rend - p)) KWR_FAIL(KWR_HEADER_COUNT, p);
+        for (h = 0; h < nh; h++) {
             KWR_VARINT32(hkl, rend);
-            if (hkl < 0 || hkl > rend - p) { r->bad = hkl; KWR_FAIL(KWR_HKEY_LENGTH, p); }
+            if (KWR_BAD(hkl < 0 || hkl > rend - p)) { bad = hkl; KWR_FAIL(KWR_HKEY_LENGTH, p); }
             if ((flags & KW_WALK_UTF8) && !kw_utf8_valid(p, (size_t)hkl))
                 KWR_FAIL(KWR_HKEY_UTF8, p);
             p += hkl;
             KWR_VARINT32(hvl, rend);
             if (hvl >= 0) {
-                if (hvl > rend - p) KWR_FAIL(KWR_HVALUE_PAST, p);
+                if (KWR_BAD(hvl > rend - p)) KWR_FAIL(KWR_HVALUE_PAST, p);
                 p += hvl;
             } else if (hvl != -1) {
-                r->bad = hvl;
+                bad = hvl;
                 KWR_FAIL(KWR_HVALUE_LENGTH, p);
             }
         }
     }
-    if (p != rend) { r->bad = r->length - (rend - p); KWR_FAIL(KWR_FIELDS, r->start); }
+    if (KWR_BAD(p != rend)) { bad = length - (rend - p); KWR_FAIL(KWR_FIELDS, start); }
     c->p = rend;
-    return KWR_OK;
+fail:
+    r->start = start;
+    r->end = rend;
+    r->length = length;
+    r->attributes = attributes;
+    r->ts_delta = ts_delta;
+    r->off_delta = off_delta;
+    r->klen = klen;
+    r->vlen = vlen;
+    r->key = key;
+    r->value = value;
+    r->nh = nh;
+    r->headers = headers;
+    r->err = err;
+    r->varint_err = verr;
+    r->has_offset = has_offset;
+    r->bad = bad;
+    r->at = at;
+    return err;
 }
 #undef KWR_VARINT32
 #undef KWR_FAIL
+#undef KWR_BAD
 
 /* The next header of a record kw_record_read() accepted: *hp moves past it. */
 static inline void kw_header_next(const unsigned char **hp, const unsigned char *rend,

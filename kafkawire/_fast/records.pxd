@@ -44,9 +44,6 @@ cdef class RecordIterator:
                    int timestamp_type, object on_error) except -1
     cdef int _fail(self, object exc) except -1
     cdef int _finish(self) except -1
-    cdef object _claim(self)
-    cdef Record _next(self)
-    cdef Record _emit(self, object key, object value, int64_t offset, object headers)
     cdef Record _next_checked(self, RecordFields *rec)
 
 

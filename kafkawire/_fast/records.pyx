@@ -39,7 +39,7 @@ cdef extern from "Python.h":
     void *PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
 
-#: Reuse of dropped records (see ``RecordIterator._claim``): one of the interpreter tricks.
+#: Reuse of dropped records (see ``_claim``): one of the interpreter tricks.
 cdef bint REUSE = tricks_enabled()
 
 
@@ -306,6 +306,118 @@ cdef inline void _put(PyObject *rec, Py_ssize_t off, object value) noexcept:
     Py_XDECREF_RAW(old)
 
 
+# The iterator's hot steps, as inline functions (a method declared in records.pxd
+# cannot be inline).
+cdef inline object _claim(RecordIterator self):
+    """The spare record the next record may be written into, held strongly, or None.
+
+    Only a spare nothing but this iterator holds qualifies (then nothing can
+    observe it).  The caller keeps the returned reference while it releases the
+    old field values: their finalizers may run Python code that re-enters this
+    iterator, which then sees the spare as in use and cannot reuse or free it.
+    """
+    cdef PyObject *o
+    if not REUSE:
+        return None
+    o = <PyObject *>(self.spare1 if self.flip else self.spare0)
+    if Py_REFCNT(o) == 1:   # (None never has refcount 1)
+        return <object>o
+    return None
+
+
+cdef inline Record _emit(RecordIterator self, object key, object value, int64_t offset,
+                         object headers):
+    """The record for these fields (timestamp: ``self.last_ts``); ``headers`` None means
+    an empty list.  Reuses a spare record nothing else holds (see ``spare0``)."""
+    cdef Record r
+    cdef PyObject *o
+    cdef PyObject *h
+    self.flip = not self.flip
+    o = <PyObject *>(self.spare0 if self.flip else self.spare1)
+    if REUSE and Py_REFCNT(o) == 1:   # only this iterator holds it (None never has refcount 1)
+        r = <Record>o   # held strongly while _put releases the old values
+        _put(o, _F_OFFSET, offset)
+        _put(o, _F_TIMESTAMP, self.last_ts)
+        _put(o, _F_TSTYPE, self.ts_name)
+        _put(o, _F_KEY, key)
+        _put(o, _F_VALUE, value)
+        if headers is not None:
+            _put(o, _F_HEADERS, headers)
+        else:
+            h = (<PyObject **>((<char *>o) + _F_HEADERS))[0]
+            if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
+                    and Py_REFCNT(h) == 1):
+                _put(o, _F_HEADERS, PyList_New(0))
+        return r
+    r = Record.__new__(Record)
+    r.key = key
+    r.value = value
+    r.headers = PyList_New(0) if headers is None else headers
+    r.offset = offset
+    r.timestamp = self.last_ts
+    r.timestamp_type = self.ts_name
+    if self.flip:
+        self.spare0 = r
+    else:
+        self.spare1 = r
+    return r
+
+
+cdef inline Record _next(RecordIterator self):
+    """Decode the record at self.p (the caller checked remaining > 0)."""
+    cdef RecordFields rec
+    cdef Cursor c
+    cdef int64_t ts, offset
+    cdef PyObject *o
+    cdef PyObject *h
+    cdef char *f
+    cdef object keep
+    c.base = self.base
+    c.p = self.p
+    c.end = self.pend
+    if record_read(&c, &rec, KW_WALK_UTF8, 0, 0) != KWR_OK or rec.nh != 0:
+        return self._next_checked(&rec)
+    keep = _claim(self)
+    if keep is not None:
+        # the spare _emit would reuse: fill it here, rewriting old values in place
+        o = <PyObject *>keep
+        self.flip = not self.flip
+        self.p = rec.end
+        f = <char *>o
+        kw_store_bytes(<PyObject **>(f + _F_KEY), rec.key, rec.klen)
+        kw_store_bytes(<PyObject **>(f + _F_VALUE), rec.value, rec.vlen)
+        kw_store_int(<PyObject **>(f + _F_OFFSET), self.base_offset + rec.off_delta)
+        if not self.lat:
+            ts = self.base_timestamp + rec.ts_delta
+            if self.last_ts is None or ts != self.last_ts_value:
+                # the record's own int (rewritten in place when possible) becomes the
+                # shared one for the following records with this timestamp
+                self.last_ts = None
+                kw_store_int(<PyObject **>(f + _F_TIMESTAMP), ts)
+                self.last_ts = <object>(<PyObject **>(f + _F_TIMESTAMP))[0]
+                self.last_ts_value = ts
+            else:
+                _put(o, _F_TIMESTAMP, self.last_ts)
+        else:
+            _put(o, _F_TIMESTAMP, self.last_ts)
+        _put(o, _F_TSTYPE, self.ts_name)
+        h = (<PyObject **>(f + _F_HEADERS))[0]
+        if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
+                and Py_REFCNT(h) == 1):
+            _put(o, _F_HEADERS, PyList_New(0))
+        return <Record>keep
+    key = _mk_bytes(rec.key, rec.klen) if rec.klen >= 0 else None
+    value = _mk_bytes(rec.value, rec.vlen) if rec.vlen >= 0 else None
+    offset = self.base_offset + rec.off_delta
+    if not self.lat:
+        ts = self.base_timestamp + rec.ts_delta
+        if self.last_ts is None or ts != self.last_ts_value:
+            self.last_ts = ts
+            self.last_ts_value = ts
+    self.p = rec.end
+    return _emit(self, key, value, offset, None)
+
+
 @cython.final
 cdef class RecordIterator:
     """Lazy decoder of a v2 records region: yields one ``Record`` per ``next()``.
@@ -373,112 +485,6 @@ cdef class RecordIterator:
             self.held = False
         return 0
 
-    cdef object _claim(self):
-        """The spare record the next record may be written into, held strongly, or None.
-
-        Only a spare nothing but this iterator holds qualifies (then nothing can
-        observe it).  The caller keeps the returned reference while it releases the
-        old field values: their finalizers may run Python code that re-enters this
-        iterator, which then sees the spare as in use and cannot reuse or free it.
-        """
-        cdef PyObject *o
-        if not REUSE:
-            return None
-        o = <PyObject *>(self.spare1 if self.flip else self.spare0)
-        if Py_REFCNT(o) == 1:   # (None never has refcount 1)
-            return <object>o
-        return None
-
-    cdef Record _next(self):
-        """Decode the record at self.p (the caller checked remaining > 0)."""
-        cdef RecordFields rec
-        cdef Cursor c
-        cdef int64_t ts, offset
-        cdef PyObject *o
-        cdef PyObject *h
-        cdef char *f
-        cdef object keep
-        c.base = self.base
-        c.p = self.p
-        c.end = self.pend
-        if record_read(&c, &rec, KW_WALK_UTF8, 0, 0) != KWR_OK or rec.nh != 0:
-            return self._next_checked(&rec)
-        keep = self._claim()
-        if keep is not None:
-            # the spare _emit would reuse: fill it here, rewriting old values in place
-            o = <PyObject *>keep
-            self.flip = not self.flip
-            self.p = rec.end
-            f = <char *>o
-            kw_store_bytes(<PyObject **>(f + _F_KEY), rec.key, rec.klen)
-            kw_store_bytes(<PyObject **>(f + _F_VALUE), rec.value, rec.vlen)
-            kw_store_int(<PyObject **>(f + _F_OFFSET), self.base_offset + rec.off_delta)
-            if not self.lat:
-                ts = self.base_timestamp + rec.ts_delta
-                if self.last_ts is None or ts != self.last_ts_value:
-                    # the record's own int (rewritten in place when possible) becomes the
-                    # shared one for the following records with this timestamp
-                    self.last_ts = None
-                    kw_store_int(<PyObject **>(f + _F_TIMESTAMP), ts)
-                    self.last_ts = <object>(<PyObject **>(f + _F_TIMESTAMP))[0]
-                    self.last_ts_value = ts
-                else:
-                    _put(o, _F_TIMESTAMP, self.last_ts)
-            else:
-                _put(o, _F_TIMESTAMP, self.last_ts)
-            _put(o, _F_TSTYPE, self.ts_name)
-            h = (<PyObject **>(f + _F_HEADERS))[0]
-            if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
-                    and Py_REFCNT(h) == 1):
-                _put(o, _F_HEADERS, PyList_New(0))
-            return <Record>keep
-        key = _mk_bytes(rec.key, rec.klen) if rec.klen >= 0 else None
-        value = _mk_bytes(rec.value, rec.vlen) if rec.vlen >= 0 else None
-        offset = self.base_offset + rec.off_delta
-        if not self.lat:
-            ts = self.base_timestamp + rec.ts_delta
-            if self.last_ts is None or ts != self.last_ts_value:
-                self.last_ts = ts
-                self.last_ts_value = ts
-        self.p = rec.end
-        return self._emit(key, value, offset, None)
-
-    cdef Record _emit(self, object key, object value, int64_t offset, object headers):
-        """The record for these fields (timestamp: ``self.last_ts``); ``headers`` None means
-        an empty list.  Reuses a spare record nothing else holds (see ``spare0``)."""
-        cdef Record r
-        cdef PyObject *o
-        cdef PyObject *h
-        self.flip = not self.flip
-        o = <PyObject *>(self.spare0 if self.flip else self.spare1)
-        if REUSE and Py_REFCNT(o) == 1:   # only this iterator holds it (None never has refcount 1)
-            r = <Record>o   # held strongly while _put releases the old values
-            _put(o, _F_OFFSET, offset)
-            _put(o, _F_TIMESTAMP, self.last_ts)
-            _put(o, _F_TSTYPE, self.ts_name)
-            _put(o, _F_KEY, key)
-            _put(o, _F_VALUE, value)
-            if headers is not None:
-                _put(o, _F_HEADERS, headers)
-            else:
-                h = (<PyObject **>((<char *>o) + _F_HEADERS))[0]
-                if not (h != NULL and PyList_CheckExact(h) and PyList_GET_SIZE_RAW(h) == 0
-                        and Py_REFCNT(h) == 1):
-                    _put(o, _F_HEADERS, PyList_New(0))
-            return r
-        r = Record.__new__(Record)
-        r.key = key
-        r.value = value
-        r.headers = PyList_New(0) if headers is None else headers
-        r.offset = offset
-        r.timestamp = self.last_ts
-        r.timestamp_type = self.ts_name
-        if self.flip:
-            self.spare0 = r
-        else:
-            self.spare1 = r
-        return r
-
     cdef Record _next_checked(self, RecordFields *rec):
         """Decode the record the walker read at self.p (``rec``): raise its error, or
         make it with its headers."""
@@ -517,7 +523,7 @@ cdef class RecordIterator:
         if nh != 0:
             # the headers list of the spare record that will be reused, when nothing
             # else holds it and it has as many entries: refilled in place
-            keep = self._claim()   # held while old header pairs are released
+            keep = _claim(self)   # held while old header pairs are released
             if keep is not None:
                 oh = (<PyObject **>((<char *><PyObject *>keep) + _F_HEADERS))[0]
                 if not (oh != NULL and PyList_CheckExact(oh) and Py_REFCNT(oh) == 1
@@ -577,7 +583,7 @@ cdef class RecordIterator:
                 self.last_ts = ts
                 self.last_ts_value = ts
         if keep is None:
-            keep = self._claim()
+            keep = _claim(self)
         elif Py_REFCNT(<PyObject *>keep) != 2 or keep is not (self.spare1 if self.flip else self.spare0):
             keep = None   # a callback re-entered this iterator and took the spare: leave it
         if keep is not None:   # the spare _emit would reuse: rewrite old values in place
@@ -598,7 +604,7 @@ cdef class RecordIterator:
         value = None if vptr == NULL else _mk_bytes(vptr, vlen)
         if headers is not None and <PyObject *>headers == oh:
             headers = list(headers)    # (only if a callback re-entered us) never share it
-        return self._emit(key, value, self.base_offset + off_delta, headers)
+        return _emit(self, key, value, self.base_offset + off_delta, headers)
 
     def __iter__(self):
         return self
@@ -608,7 +614,7 @@ cdef class RecordIterator:
             self._finish()
             raise StopIteration
         self.remaining -= 1
-        return self._next()
+        return _next(self)
 
 
 def iter_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
@@ -651,7 +657,7 @@ def decode_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
     out = PyList_New(count)
     for i in range(count):
         it.remaining -= 1
-        r = it._next()
+        r = _next(it)
         Py_INCREF(r)
         PyList_SET_ITEM(out, i, r)
     it._finish()
@@ -692,7 +698,7 @@ def decode_records_v2_as(type cls, tuple prefix, tuple suffix, buf, Py_ssize_t s
     out = PyList_New(count)
     for i in range(count):
         it.remaining -= 1
-        r = it._next()
+        r = _next(it)
         t = PyType_GenericAlloc(cls, n)
         for j in range(np_):
             item = prefix[j]

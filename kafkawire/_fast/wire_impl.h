@@ -63,10 +63,17 @@ static inline const unsigned char *kw_uvarint64(const unsigned char *p, const un
 
 static inline const unsigned char *kw_varint32(const unsigned char *p, const unsigned char *end,
                                                int32_t *out, int *err) {
-    if (p < end && !(*p & 0x80)) {
-        uint32_t v = *p;
-        *out = (int32_t)((v >> 1) ^ (0u - (v & 1)));
-        return p + 1;
+    if (end - p >= 2) {   /* one or two bytes: most lengths and deltas */
+        uint32_t v = p[0];
+        if (!(v & 0x80)) {
+            *out = (int32_t)((v >> 1) ^ (0u - (v & 1)));
+            return p + 1;
+        }
+        if (!(p[1] & 0x80)) {
+            v = (v & 0x7f) | ((uint32_t)p[1] << 7);
+            *out = (int32_t)((v >> 1) ^ (0u - (v & 1)));
+            return p + 2;
+        }
     }
     uint64_t r;
     p = kw_uvarint64(p, end, 5, &r, err);
@@ -79,10 +86,17 @@ static inline const unsigned char *kw_varint32(const unsigned char *p, const uns
 
 static inline const unsigned char *kw_varint64(const unsigned char *p, const unsigned char *end,
                                                int64_t *out, int *err) {
-    if (p < end && !(*p & 0x80)) {
-        uint64_t v = *p;
-        *out = (int64_t)((v >> 1) ^ (0ull - (v & 1)));
-        return p + 1;
+    if (end - p >= 2) {   /* one or two bytes */
+        uint64_t v = p[0];
+        if (!(v & 0x80)) {
+            *out = (int64_t)((v >> 1) ^ (0ull - (v & 1)));
+            return p + 1;
+        }
+        if (!(p[1] & 0x80)) {
+            v = (v & 0x7f) | ((uint64_t)p[1] << 7);
+            *out = (int64_t)((v >> 1) ^ (0ull - (v & 1)));
+            return p + 2;
+        }
     }
     uint64_t v;
     p = kw_uvarint64(p, end, 10, &v, err);

@@ -264,9 +264,15 @@ class RecordBatch(_KernelHeader):
                                      position=self.position, offset=self.base_offset,
                                      reason="offset")
         # the records' structure, checked by the kernel's walker without making records
-        buf, start, end, count, _, _, _, _, on_error = self._args()
-        outside = K.validate_records_v2(buf, start, end, count, self.base_offset,
-                                        self.last_offset, on_error)
+        if self.attributes & C.COMPRESSION_MASK == 0:
+            buf, start, end, compressed = self._buf, self._pos + 61, self._pos + self.size, False
+        else:
+            buf, start, end, compressed = self._payload()
+        try:
+            outside = K.validate_records_v2(buf, start, end, self.record_count, self.base_offset,
+                                            self.last_offset)
+        except CorruptRecordError as exc:
+            raise _relocate(exc, self, compressed) from None
         if outside is not None:
             raise CorruptRecordError(
                 f"record offset {outside} outside the batch's range "
