@@ -87,3 +87,16 @@ def test_fetch_result_records_and_next_offset():
     assert [r.offset for r in res.records()] == [11, 12]
     assert res.next_offset == 13
     assert FetchResult("t", 0, 5, 5).next_offset == 5
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+def test_produce_batches_equal_the_batch_builders(codec):
+    from kafkawire.client import _api
+    plain = [(b"v%d" % i, None if i % 3 else b"k%d" % i, (), None, None) for i in range(50)]
+    plain.append((None, b"tombstone", (), None, None))
+    mixed = plain + [(b"h", None, [("a", b"1")], 1_700_000_000_123, None)]
+    for records in (plain, mixed):
+        b = BatchBuilder(magic=2, compression=codec)
+        for value, key, headers, ts, _ in records:
+            b.append(value, key, 1_700_000_000_000 if ts is None else ts, headers)
+        assert _api.build_batch(records, codec, 1_700_000_000_000) == b.build()

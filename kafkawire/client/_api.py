@@ -10,7 +10,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import kafkawire
 from kafkawire import _kernels as K
+from kafkawire import compression as _compression
 from kafkawire import protocol as P
+from kafkawire.client.accumulator import encode_batch
 from kafkawire.client.results import FetchResult, OffsetAndMetadata, ProducerRecord
 from kafkawire.records.builder import BatchBuilder
 
@@ -88,6 +90,21 @@ def metadata_request(topics: Optional[Sequence[str]], auto_create: bool, version
 
 def build_batch(records: Sequence[tuple], compression: str, now_ms: int) -> bytes:
     """One v2 batch of ``(value, key, headers, timestamp, partition)`` tuples."""
+    codec = _compression.codec_id(compression)
+    values: List[Any] = []
+    keys: List[Any] = []
+    for value, key, headers, ts, _ in records:
+        if headers or ts is not None:  # checked and encoded by the batch builder
+            return _build_checked(records, compression, now_ms)
+        values.append(value)
+        keys.append(key)
+    # Plain records (bytes or None, as normalize_record made them): one kernel call
+    n = len(values)
+    blob = K.encode_records_v2(range(n), [0] * n, keys, values, [None] * n)
+    return encode_batch(blob, n, now_ms, now_ms, codec, None, -1, -1, -1, False)
+
+
+def _build_checked(records: Sequence[tuple], compression: str, now_ms: int) -> bytes:
     b = BatchBuilder(magic=2, compression=compression)
     append = b.append
     for value, key, headers, ts, _ in records:

@@ -39,13 +39,15 @@ def encode_batch(records: bytes, count: int, first_ts: int, max_ts: int, codec: 
     """A v2 batch at base offset 0 around an encoded records region (compressed here)."""
     if codec:
         records = _compression.compress(codec, records, magic=2, level=level)
-    out = bytearray(BATCH_HEADER_SIZE + len(records))
+    head = bytearray(BATCH_HEADER_SIZE)
     attrs = codec | (0x10 if transactional else 0)
-    _V2_HEADER.pack_into(out, 0, 0, len(out) - 12, -1, 2, 0, attrs, max(count - 1, 0), first_ts,
-                         max_ts, producer_id, producer_epoch, base_sequence, count)
-    out[BATCH_HEADER_SIZE:] = records
-    struct.pack_into(">I", out, 17, K.crc32c(out, 21, -1, 0))
-    return bytes(out)
+    _V2_HEADER.pack_into(head, 0, 0, BATCH_HEADER_SIZE - 12 + len(records), -1, 2, 0, attrs,
+                         max(count - 1, 0), first_ts, max_ts, producer_id, producer_epoch,
+                         base_sequence, count)
+    # the CRC runs from the attributes through the records: the header's part, then on
+    # through the records, so the records are copied once (into the joined bytes)
+    struct.pack_into(">I", head, 17, K.crc32c(records, 0, -1, K.crc32c(head, 21, -1, 0)))
+    return bytes(head) + records
 
 
 class ProducerBatch:
