@@ -13,7 +13,10 @@ read from the beginning, by:
 
 Every reader is a fresh consumer (nothing cached); each runs ``--repeat`` times,
 interleaved, and the median time counts.  The ratios printed are kafkawire's
-records per second over confluent-kafka's.  Run:
+records per second over confluent-kafka's, with the range of each round's ratio
+against confluent-kafka's run of the same round.  Modules are imported before
+the clock starts (``pyarrow`` too, which ``poll_arrow`` would otherwise import
+in its first timed run).  Run:
 ``python benchmarks/bench_consumer.py [--records 150000] [--batch 10000] [--repeat 5]
 [--codec none]``.  The mock keeps about 5 MB per partition, so keep
 ``--records`` under about 150 000.
@@ -30,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import _harness as H  # noqa: E402
 import confluent_kafka as ck  # noqa: E402
+import pyarrow  # noqa: E402,F401  (imported before the clock starts, as confluent-kafka is)
 
 import kafkawire  # noqa: E402
 from kafkawire import _kernels  # noqa: E402
@@ -107,14 +111,18 @@ def main() -> None:
     # the median run of each reader: on a shared machine the best run flatters whoever got
     # the CPU at the right moment
     rate = {k: n / statistics.median(v) for k, v in times.items()}
+
+    def spread(name):  # each round's ratio against confluent-kafka's run of the same round
+        rs = [c / t for t, c in zip(times[name], times["confluent"])]
+        return f"(rounds {min(rs):.2f}-{max(rs):.2f}x)"
     print(f"kafkawire {kafkawire.__version__} ({_kernels.backend} kernels), confluent-kafka "
           f"{ck.version()} (librdkafka {ck.libversion()[0]}); {n} records of 100 B, "
           f"codec {args.codec}, {args.batch} per call, median of {args.repeat} runs")
     print(f"  confluent-kafka consume():     {rate['confluent']:12,.0f} records/s")
     print(f"  kafkawire poll():              {rate['kafkawire']:12,.0f} records/s  "
-          f"x{rate['kafkawire'] / rate['confluent']:.2f}")
+          f"x{rate['kafkawire'] / rate['confluent']:.2f} {spread('kafkawire')}")
     print(f"  kafkawire poll_arrow():        {rate['arrow']:12,.0f} rows/s     "
-          f"x{rate['arrow'] / rate['confluent']:.2f}")
+          f"x{rate['arrow'] / rate['confluent']:.2f} {spread('arrow')}")
     owner.flush(1)
     results = H.Results("consumer")
     wl = f"{n:,} records of 100 B, codec {args.codec}"

@@ -350,16 +350,21 @@ def test_bad_values_are_refused_at_send(fake, broker):
             p.send("t", b"x" * 2_000_000)
 
 
+def _in_threads(work, n):
+    """Run ``work(0..n-1)`` on ``n`` threads at once; return when all finished."""
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_many_threads_keep_each_threads_order(fake, broker):
     with Producer(fake.bootstrap, linger_ms=2, batch_size=300) as p:
         def work(t):
             for i in range(300):
                 p.send("t", b"%d-%d" % (t, i), partition=t % 2)
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _in_threads(work, 4)
         assert p.flush(20) == 0
     for part in (0, 1):
         vals = broker.values("t", part)
@@ -367,6 +372,31 @@ def test_many_threads_keep_each_threads_order(fake, broker):
         for t in (part, part + 2):
             mine = [v for v in vals if v.startswith(b"%d-" % t)]
             assert mine == [b"%d-%d" % (t, i) for i in range(300)]
+
+
+def test_threads_sending_keyless_under_back_pressure_resolve_every_future(fake, broker):
+    # small batches and a small buffer: the compiled fast path, the general path (new
+    # batches, sticky moves, waiting for room) and the I/O thread interleave all the time
+    with Producer(fake.bootstrap, linger_ms=1, batch_size=800, buffer_memory=6000) as p:
+        futures = {}
+
+        def work(t):
+            futures[t] = [p.send("t", b"%d-%d" % (t, i), timestamp=1_000 + i)
+                          for i in range(400)]
+        _in_threads(work, 4)
+        assert p.flush(20) == 0
+        assert p._acc.used == 0
+    seen = set()
+    for t, fs in futures.items():
+        last = {}
+        for i, f in enumerate(fs):
+            md = f.result(5)
+            assert md.timestamp == 1_000 + i
+            assert (md.partition, md.offset) not in seen
+            seen.add((md.partition, md.offset))
+            assert md.offset > last.get(md.partition, -1)  # each thread's order per partition
+            last[md.partition] = md.offset
+    assert sum(len(broker.values("t", part)) for part in (0, 1)) == 1600
 
 
 def test_unknown_topic_times_out_in_send(fake, broker):

@@ -260,6 +260,8 @@ class Producer:
                     wake = True
                 b = ProducerBatch(topic, partition, _monotonic(), self._delivery_timeout)
                 q.append(b)
+                # the batch's header counts too: its whole size is released when it completes
+                acc.counters.reserve(b.size, 0)
             i = b.buf.append(timestamp, key, value, hdrs, size)
             if on_delivery is not None:
                 if b.callbacks is None:
