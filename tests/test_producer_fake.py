@@ -80,10 +80,11 @@ class IdempotentLog:
             for first, last, offset in seen:
                 if first == seq:
                     return 0, offset  # a duplicate: its first answer again
-            expected = seen[-1][1] + 1 if seen else 0
+            # sequences wrap from 2**31-1 to 0, as a broker counts them
+            expected = (seen[-1][1] + 1) & 0x7FFFFFFF if seen else 0
             if seq != expected:
                 return 45, -1
-            seen = (seen + [(seq, seq + n - 1, len(log))])[-5:]
+            seen = (seen + [(seq, (seq + n - 1) & 0x7FFFFFFF, len(log))])[-5:]
             self.state[(topic, partition, pid)] = (epoch, seen)
         base = len(log)
         for r in batch.records():

@@ -53,6 +53,10 @@ __all__ = ["Sender"]
 log = logging.getLogger("kafkawire.client.producer")
 
 _EPOCH_ERRORS = frozenset({UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED})
+# Sequence numbers run from 0 to 2**31-1 and then start again at 0, as Kafka's producer
+# and broker count them (DefaultRecordBatch.incrementSequence): (seq + n) & _MAX_SEQUENCE.
+_MAX_SEQUENCE = 0x7FFFFFFF
+_HALF_SEQUENCE = 1 << 30
 
 
 class _Request:
@@ -348,7 +352,7 @@ class Sender(threading.Thread):
             if self.idempotent:
                 if b.base_sequence < 0:
                     b.base_sequence = self.next_seq.get(tp, 0)
-                    self.next_seq[tp] = (b.base_sequence + b.count) & 0x7FFFFFFF
+                    self.next_seq[tp] = (b.base_sequence + b.count) & _MAX_SEQUENCE
                 data = b.encode(self.producer_id, self.producer_epoch, b.base_sequence,
                                 self.codec, self.level, self.transactional_id is not None)
                 b.epoch = self.producer_epoch
@@ -485,9 +489,10 @@ class Sender(threading.Thread):
         tp = (b.topic, b.partition)
         if code == 0 or code == DUPLICATE_SEQUENCE_NUMBER:
             if self.idempotent and b.epoch == self.producer_epoch:
-                last = b.base_sequence + b.count - 1
-                if last > self.last_acked.get(tp, -1):
-                    self.last_acked[tp] = last
+                last = (b.base_sequence + b.count - 1) & _MAX_SEQUENCE
+                prev = self.last_acked.get(tp, -1)
+                if prev < 0 or 0 < (last - prev) & _MAX_SEQUENCE < _HALF_SEQUENCE:
+                    self.last_acked[tp] = last   # newer, also across the wrap
             self._complete(b, base_offset=p.base_offset if code == 0 else -1,
                            log_append_time=getattr(p, "log_append_time_ms", -1))
             return
@@ -495,7 +500,7 @@ class Sender(threading.Thread):
                          partition=b.partition)
         if self.idempotent:
             if code == OUT_OF_ORDER_SEQUENCE_NUMBER:
-                expected = self.last_acked.get(tp, -1) + 1
+                expected = (self.last_acked.get(tp, -1) + 1) & _MAX_SEQUENCE
                 if b.epoch == self.producer_epoch and b.base_sequence == expected:
                     # The broker lost the sequence we are at: Kafka fails the batch and moves on
                     # with a new epoch rather than risk a duplicate.
