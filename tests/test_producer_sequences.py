@@ -13,24 +13,12 @@ import kafkawire
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import error_codes as E
 
-from test_producer_fake import IdempotentLog, _send_all, _values
-from test_protocol_client_fake import FakeCluster
+from test_producer_fake import _send_all, _values
+from test_producer_fake import broker, fake  # noqa: F401 - the fixtures
 
 pytestmark = pytest.mark.one_backend
 
 MAX = 2**31 - 1
-
-
-@pytest.fixture
-def fake():
-    cluster = FakeCluster(2)
-    yield cluster
-    cluster.close()
-
-
-@pytest.fixture
-def broker(fake):
-    return IdempotentLog(fake)
 
 
 def _near_the_wrap(p, broker, acked: int) -> int:
