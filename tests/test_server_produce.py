@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import time
 
 import pytest
 
 from kafkawire import Log
 from kafkawire.log.files import read_producer_snapshot
 from kafkawire.protocol import (FetchRequest, ProduceRequest, decode_response, encode_request)
-from kafkawire.records import BatchBuilder, RecordBatch
+from kafkawire.records import BatchBuilder, RecordBatch, iter_batches
 from kafkawire.server.codes import (CORRUPT_MESSAGE, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
                                     INVALID_RECORD, MESSAGE_TOO_LARGE, OUT_OF_ORDER_SEQUENCE_NUMBER,
                                     UNKNOWN_TOPIC_OR_PARTITION)
@@ -143,3 +144,54 @@ def test_snapshot_at_roll_and_rebuild_from_log(tmp_path):
                                         base_sequence=13)).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
         assert c.produce("roll", _batch(2, producer_id=9, producer_epoch=0,
                                         base_sequence=12)).base_offset == 12
+
+
+def test_read_committed_stops_at_open_transaction_and_lists_aborts(kafka_broker):
+    ck = pytest.importorskip("confluent_kafka")
+    b = kafka_broker
+    b.create_topic("txn", 1)
+    c = Conn(b)
+
+    def txn_batch(pid, seq, tag):
+        bb = BatchBuilder(2, "none", producer_id=pid, producer_epoch=0, base_sequence=seq,
+                          is_transactional=True)
+        for i in range(2):
+            bb.append(b"%s-%d" % (tag, i), timestamp=1_700_000_000_000)
+        return bb.build()
+
+    assert c.produce("txn", _batch(2)).base_offset == 0                    # 0-1 plain
+    assert c.produce("txn", txn_batch(1, 0, b"abort")).base_offset == 2    # 2-3 aborted later
+    assert c.produce("txn", txn_batch(2, 0, b"commit")).base_offset == 4   # 4-5 committed later
+    part = b.partitions.partition("txn", 0)
+    assert part.last_stable_offset == 2 and part.high_watermark == 6
+
+    def fetch(isolation):
+        r = c.call(FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=isolation, topics=[
+            dict(topic="txn", partitions=[dict(partition=0, fetch_offset=0,
+                                               partition_max_bytes=1 << 20)])]), 11)
+        return r.responses[0].partitions[0]
+
+    p = fetch(1)
+    assert p.last_stable_offset == 2 and p.high_watermark == 6
+    assert [bt.last_offset for bt in _batches(p.records)] == [1]
+    assert len(_batches(fetch(0).records)) == 3
+    b.call(lambda: b.partitions.write_marker("txn", 0, "abort", producer_id=1, producer_epoch=0))
+    b.call(lambda: b.partitions.write_marker("txn", 0, "commit", producer_id=2, producer_epoch=0))
+    p = fetch(1)
+    assert p.last_stable_offset == 8 and p.high_watermark == 8
+    assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(1, 2)]
+    cons = ck.Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "rc",
+                        "isolation.level": "read_committed", "enable.auto.commit": False})
+    cons.assign([ck.TopicPartition("txn", 0, 0)])
+    seen = []
+    deadline = time.time() + 15
+    while len(seen) < 4 and time.time() < deadline:
+        m = cons.poll(0.2)
+        if m is not None and not m.error():
+            seen.append(m.value())
+    cons.close()
+    assert seen == [b"v0", b"v1", b"commit-0", b"commit-1"]
+
+
+def _batches(records):
+    return list(iter_batches(bytes(records))) if records else []
