@@ -21,7 +21,7 @@ from kafkawire import protocol as P
 from kafkawire.client import Client, KafkaConnectionError
 from kafkawire.client.config import ConfigError, resolve
 from kafkawire.client.security import AuthenticationError, ScramClient, oauth_message
-from test_protocol_client_fake import FakeCluster
+from test_client_fake import FakeCluster
 
 pytestmark = pytest.mark.one_backend
 

@@ -1,7 +1,7 @@
 """kafkawire.Consumer against scripted brokers: group faults a real peer won't show on demand.
 
 A small group coordinator is scripted on top of the fake brokers of
-``test_protocol_client_fake``: JoinGroup rounds that wait for every member,
+``test_client_fake``: JoinGroup rounds that wait for every member,
 SyncGroup, heartbeats that expire members whose session ran out, offsets, and
 partitions served from in-memory logs.  The tests move the coordinator, cut a
 member off until its session expires, and check that no record is handed to
@@ -25,7 +25,7 @@ from kafkawire.client.group_metadata import (Assignment, Subscription, TopicPart
 from kafkawire.errors import ProtocolError
 from kafkawire.records.builder import BatchBuilder
 
-from test_protocol_client_fake import TOPIC_ID, FakeCluster
+from test_client_fake import TOPIC_ID, FakeCluster
 
 pytestmark = pytest.mark.one_backend
 

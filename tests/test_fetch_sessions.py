@@ -18,7 +18,7 @@ import kafkawire
 from kafkawire import protocol as P
 
 from test_consumer_fake import FakeGroupCluster
-from test_protocol_client_fake import TOPIC_ID
+from test_client_fake import TOPIC_ID
 
 pytestmark = pytest.mark.one_backend
 

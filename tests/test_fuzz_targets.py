@@ -1,6 +1,6 @@
 """The atheris targets in ``tests/fuzz/``: a few seconds each here, ten minutes with --runslow.
 
-Targets: the record decoders (``fuzz_records``, run by ``test_fuzz_records.py``),
+Targets: the record decoders (``fuzz_records``, run by ``test_records_fuzz.py``),
 the columnar decoder, index parsing, the protocol response decoders and the dump
 formatter.  A target fails on any exception that is not a ``KafkaWireError``, a
 crash, a hang past ``-timeout`` or more than 2 GiB of memory.

@@ -23,7 +23,7 @@ from kafkawire.client.exceptions import (BufferFullError, DeliveryTimeoutError,
 from kafkawire.client.producer import Producer
 from kafkawire.errors import ProtocolError
 from kafkawire.protocol import error_codes as E
-from test_protocol_client_fake import FakeCluster
+from test_client_fake import FakeCluster
 
 pytestmark = pytest.mark.one_backend
 

@@ -14,7 +14,7 @@ import pytest
 from kafkawire.client import partition_for_key
 from kafkawire.client.producer import Producer
 from kafkawire.compression import CODECS
-from test_protocol_client_mock import _topic, mock_cluster  # noqa: F401 (a fixture)
+from test_client_mock import _topic, mock_cluster  # noqa: F401 (a fixture)
 
 ck = pytest.importorskip("confluent_kafka")
 
