@@ -12,18 +12,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from kafkawire.protocol.error_codes import (FENCED_LEADER_EPOCH, LEADER_NOT_AVAILABLE,
+                                           NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE,
+                                           UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID,
+                                           UNKNOWN_TOPIC_OR_PARTITION)
+
 __all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "ClusterMetadata", "parse_bootstrap",
            "STALE_METADATA_CODES"]
 
 # Error codes meaning "your metadata is out of date; refresh and retry".
 STALE_METADATA_CODES = frozenset({
-    3,    # UNKNOWN_TOPIC_OR_PARTITION
-    5,    # LEADER_NOT_AVAILABLE
-    6,    # NOT_LEADER_OR_FOLLOWER
-    9,    # REPLICA_NOT_AVAILABLE
-    74,   # FENCED_LEADER_EPOCH
-    75,   # UNKNOWN_LEADER_EPOCH
-    100,  # UNKNOWN_TOPIC_ID
+    UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
+    REPLICA_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID,
 })
 
 

@@ -1,39 +1,9 @@
-"""The Kafka error codes the broker answers with, looked up by Kafka's names in the one
-table (:mod:`kafkawire.protocol.error_codes`), so a number is never written twice."""
+"""The Kafka error codes the broker answers with.
+
+Every code is named once, in :mod:`kafkawire.protocol.error_codes` (checked there against
+Kafka's table); this module gives the broker's modules that namespace under the server.
+"""
 from __future__ import annotations
 
-from kafkawire.protocol.error_codes import ERRORS_BY_NAME
-
-
-def _code(name: str) -> int:
-    return ERRORS_BY_NAME[name].code
-
-
-NONE = _code("NONE")
-UNKNOWN_SERVER_ERROR = _code("UNKNOWN_SERVER_ERROR")
-OFFSET_OUT_OF_RANGE = _code("OFFSET_OUT_OF_RANGE")
-CORRUPT_MESSAGE = _code("CORRUPT_MESSAGE")
-UNKNOWN_TOPIC_OR_PARTITION = _code("UNKNOWN_TOPIC_OR_PARTITION")
-MESSAGE_TOO_LARGE = _code("MESSAGE_TOO_LARGE")
-INVALID_TOPIC_EXCEPTION = _code("INVALID_TOPIC_EXCEPTION")
-INVALID_REQUIRED_ACKS = _code("INVALID_REQUIRED_ACKS")
-TOPIC_AUTHORIZATION_FAILED = _code("TOPIC_AUTHORIZATION_FAILED")
-INVALID_TIMESTAMP = _code("INVALID_TIMESTAMP")
-TOPIC_ALREADY_EXISTS = _code("TOPIC_ALREADY_EXISTS")
-INVALID_PARTITIONS = _code("INVALID_PARTITIONS")
-INVALID_REPLICATION_FACTOR = _code("INVALID_REPLICATION_FACTOR")
-INVALID_REPLICA_ASSIGNMENT = _code("INVALID_REPLICA_ASSIGNMENT")
-INVALID_CONFIG = _code("INVALID_CONFIG")
-INVALID_REQUEST = _code("INVALID_REQUEST")
-POLICY_VIOLATION = _code("POLICY_VIOLATION")
-OUT_OF_ORDER_SEQUENCE_NUMBER = _code("OUT_OF_ORDER_SEQUENCE_NUMBER")
-DUPLICATE_SEQUENCE_NUMBER = _code("DUPLICATE_SEQUENCE_NUMBER")
-INVALID_PRODUCER_EPOCH = _code("INVALID_PRODUCER_EPOCH")
-KAFKA_STORAGE_ERROR = _code("KAFKA_STORAGE_ERROR")
-UNKNOWN_PRODUCER_ID = _code("UNKNOWN_PRODUCER_ID")
-FETCH_SESSION_ID_NOT_FOUND = _code("FETCH_SESSION_ID_NOT_FOUND")
-INVALID_RECORD = _code("INVALID_RECORD")
-UNKNOWN_TOPIC_ID = _code("UNKNOWN_TOPIC_ID")
-UNSUPPORTED_ENDPOINT_TYPE = _code("UNSUPPORTED_ENDPOINT_TYPE")
-UNSUPPORTED_VERSION = _code("UNSUPPORTED_VERSION")
-TOPIC_DELETION_DISABLED = _code("TOPIC_DELETION_DISABLED")
+from kafkawire.protocol.error_codes import *  # noqa: F401,F403
+from kafkawire.protocol.error_codes import __all__  # noqa: F401
