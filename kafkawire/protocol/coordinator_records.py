@@ -49,6 +49,10 @@ TXN_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort",
 class OffsetCommitKey(Message):
     """Key of a committed offset (key versions 0 and 1 have the same fields)."""
 
+    group: str
+    topic: str
+    partition: int
+
     VERSIONS = (0, 1)
     FIELDS = (
         F("Group", STRING, "0+"),
@@ -59,6 +63,12 @@ class OffsetCommitKey(Message):
 
 class OffsetCommitValue(Message):
     """A committed offset: ``expire_timestamp`` only in v1, ``leader_epoch`` from v3."""
+
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int
 
     VERSIONS = (0, 4)
     FLEXIBLE = 4
@@ -74,6 +84,8 @@ class OffsetCommitValue(Message):
 class GroupMetadataKey(Message):
     """Key of a group's metadata record (key version 2)."""
 
+    group: str
+
     VERSIONS = (2, 2)
     FIELDS = (F("Group", STRING, "0+"),)
 
@@ -82,6 +94,14 @@ class GroupMetadataValue(Message):
     """A group's generation: protocol, leader and each member's metadata and assignment."""
 
     class MemberMetadata(Struct):
+        member_id: str
+        group_instance_id: Optional[str]
+        client_id: str
+        client_host: str
+        rebalance_timeout: int
+        session_timeout: int
+        subscription: bytes
+        assignment: bytes
         FIELDS = (
             F("MemberId", STRING, "0+"),
             F("GroupInstanceId", STRING, "3+", nullable="3+", default=None),
@@ -93,6 +113,12 @@ class GroupMetadataValue(Message):
             F("Assignment", BYTES, "0+"),
         )
 
+    protocol_type: str
+    generation: int
+    protocol: Optional[str]
+    leader: Optional[str]
+    current_state_timestamp: int
+    members: List["GroupMetadataValue.MemberMetadata"]
     VERSIONS = (0, 4)
     FLEXIBLE = 4
     FIELDS = (
@@ -108,6 +134,8 @@ class GroupMetadataValue(Message):
 class TransactionLogKey(Message):
     """Key of a transactional id's state."""
 
+    transactional_id: str
+
     VERSIONS = (0, 0)
     FIELDS = (F("TransactionalId", STRING, "0+"),)
 
@@ -116,11 +144,23 @@ class TransactionLogValue(Message):
     """A transactional id's producer id/epoch, state and the partitions of its transaction."""
 
     class PartitionsSchema(Struct):
+        topic: str
+        partition_ids: List[int]
         FIELDS = (
             F("Topic", STRING, "0+"),
             F("PartitionIds", Array(INT32), "0+"),
         )
 
+    producer_id: int
+    previous_producer_id: int
+    next_producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_status: int
+    transaction_partitions: Optional[List["TransactionLogValue.PartitionsSchema"]]
+    transaction_last_update_timestamp_ms: int
+    transaction_start_timestamp_ms: int
+    client_transaction_version: int
     VERSIONS = (0, 1)
     FLEXIBLE = 1
     FIELDS = (

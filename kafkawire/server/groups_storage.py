@@ -1,0 +1,112 @@
+"""Where the coordinators keep their state: the internal topics, through a small interface.
+
+The group coordinator writes ``__consumer_offsets`` and the transaction
+coordinator ``__transaction_state``; both write transaction markers into the
+partitions of a transaction.  They do it through :class:`CoordinatorLog`, so
+the broker plugs in its partitions (records land in Kafka's on-disk format,
+markers in ``.txnindex``) and the unit tests plug in :class:`MemoryLog`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
+
+__all__ = ["CoordinatorLog", "LoggedRecord", "LoggedBatch", "MemoryLog", "KeyValue"]
+
+#: One record to append: key and value (None: a tombstone).
+KeyValue = Tuple[bytes, Optional[bytes]]
+
+
+@dataclass
+class LoggedRecord:
+    """A record read back: what the loaders need of :class:`kafkawire.Record`."""
+    key: Optional[bytes]
+    value: Optional[bytes]
+
+
+@dataclass
+class LoggedBatch:
+    """A batch read back: what the loaders need of :class:`kafkawire.RecordBatch`."""
+    records: List[LoggedRecord]
+    producer_id: int = -1
+    producer_epoch: int = -1
+    is_transactional: bool = False
+    is_control: bool = False
+    control_type: Optional[str] = None
+
+    def __iter__(self) -> Any:
+        return iter(self.records)
+
+
+class CoordinatorLog(Protocol):
+    """The partitions API a coordinator needs from its broker."""
+
+    def partition_count(self, topic: str) -> Optional[int]:
+        """How many partitions ``topic`` has, or None when it does not exist."""
+
+    def ensure_topic(self, topic: str, partitions: int, configs: Dict[str, str]) -> int:
+        """Create the internal ``topic`` if missing; its partition count (the existing one wins)."""
+
+    def read(self, topic: str, partition: int) -> Iterable[Any]:
+        """Every batch of the partition, in offset order (objects like :class:`LoggedBatch`)."""
+
+    async def append(self, topic: str, partition: int, records: Sequence[KeyValue], *,
+                     producer_id: int = -1, producer_epoch: int = -1,
+                     transactional: bool = False) -> int:
+        """Append one batch of ``records``; its first offset."""
+
+    async def append_marker(self, topic: str, partition: int, committed: bool, *,
+                            producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
+        """Append a COMMIT or ABORT control batch (an abort also goes to ``.txnindex``)."""
+
+
+@dataclass
+class MemoryLog:
+    """A :class:`CoordinatorLog` in memory, for tests and for embedding without storage."""
+
+    topics: Dict[str, List[List[LoggedBatch]]] = field(default_factory=dict)
+    configs: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    fail: Optional[BaseException] = None  # raised by the next append (tests of write failures)
+
+    def partition_count(self, topic: str) -> Optional[int]:
+        parts = self.topics.get(topic)
+        return None if parts is None else len(parts)
+
+    def ensure_topic(self, topic: str, partitions: int, configs: Dict[str, str]) -> int:
+        if topic not in self.topics:
+            self.topics[topic] = [[] for _ in range(partitions)]
+            self.configs[topic] = dict(configs)
+        return len(self.topics[topic])
+
+    def _grow(self, topic: str, partition: int) -> List[LoggedBatch]:
+        parts = self.topics[topic]
+        while len(parts) <= partition:
+            parts.append([])
+        return parts[partition]
+
+    def read(self, topic: str, partition: int) -> Iterable[LoggedBatch]:
+        parts = self.topics.get(topic, [])
+        return list(parts[partition]) if partition < len(parts) else []
+
+    def _add(self, topic: str, partition: int, batch: LoggedBatch) -> int:
+        if self.fail is not None:
+            exc, self.fail = self.fail, None
+            raise exc
+        if topic not in self.topics:
+            self.topics[topic] = []
+        part = self._grow(topic, partition)
+        offset = sum(len(b.records) for b in part)
+        part.append(batch)
+        return offset
+
+    async def append(self, topic: str, partition: int, records: Sequence[KeyValue], *,
+                     producer_id: int = -1, producer_epoch: int = -1,
+                     transactional: bool = False) -> int:
+        return self._add(topic, partition, LoggedBatch(
+            [LoggedRecord(k, v) for k, v in records], producer_id, producer_epoch, transactional))
+
+    async def append_marker(self, topic: str, partition: int, committed: bool, *,
+                            producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
+        return self._add(topic, partition, LoggedBatch(
+            [LoggedRecord(None, None)], producer_id, producer_epoch, True, True,
+            "commit" if committed else "abort"))
