@@ -86,7 +86,16 @@ def test_commit_writes_markers_and_state():
         assert r.error_code == 0 and r.producer_epoch == 0
         assert await add(coord, r, {"t": [0, 1]}) == {("t", 0): 0, ("t", 1): 0}
         assert coord.txns["tx"].state == T.ONGOING
+        assert coord.check_produce("tx", "t", 0, r.producer_id, r.producer_epoch) == 0
+        assert coord.check_produce("tx", "t", 0, r.producer_id, r.producer_epoch - 1) == \
+            T.INVALID_PRODUCER_EPOCH
+        assert coord.check_produce("tx", "u", 0, r.producer_id, r.producer_epoch) == \
+            T.INVALID_TXN_STATE
+        assert coord.check_produce("other", "t", 0, r.producer_id, r.producer_epoch) == \
+            T.INVALID_PRODUCER_ID_MAPPING
         assert await end(coord, r, True) == 0
+        assert coord.check_produce("tx", "t", 0, r.producer_id, r.producer_epoch) == \
+            T.INVALID_TXN_STATE
         assert markers == [(r.producer_id, "t", 0, True), (r.producer_id, "t", 1, True)]
         assert [b.control_type for b in storage.read("t", 0)] == ["commit"]
         assert coord.txns["tx"].state == T.COMPLETE_COMMIT and not coord.txns["tx"].partitions

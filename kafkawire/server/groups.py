@@ -31,6 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from kafkawire.protocol import ApiKey, FindCoordinatorResponse
 from kafkawire.protocol import coordinator_records as R
 from kafkawire.protocol.error_codes import ERRORS_BY_NAME
 from kafkawire.protocol.messages import (
@@ -39,7 +40,7 @@ from kafkawire.protocol.messages import (
     LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
     OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
     SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
-from kafkawire.server.groups_storage import CoordinatorLog, KeyValue
+from kafkawire.server.groups_storage import CoordinatorLog, KeyValue, PartitionsLog
 
 __all__ = ["GroupCoordinator", "GroupConfig", "OFFSETS_TOPIC", "EMPTY", "PREPARING_REBALANCE",
            "COMPLETING_REBALANCE", "STABLE", "DEAD"]
@@ -1007,3 +1008,104 @@ class GroupCoordinator:
         await self.storage.append(OFFSETS_TOPIC, self.partition_for(g.group_id),
                                   [(R.encode(R.GroupMetadataKey(group=g.group_id)),
                                     R.encode(value))])
+
+
+# ---------------------------------------------------------------------- broker wiring
+#: FindCoordinator key types.
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+def _client_host(ctx: Any) -> str:
+    host = str(ctx.peer or "").rsplit(":", 1)[0].strip("[]")
+    return "/" + host
+
+
+def _topic_partitions(manager: Any) -> Callable[[str], Optional[int]]:
+    def count(topic: str) -> Optional[int]:
+        t = manager.topics.get(topic)
+        return None if t is None else len(t.partitions)
+    return count
+
+
+def register(broker: Any) -> None:
+    """Plug the group coordinator into ``broker`` (a :class:`kafkawire.server.Broker`):
+    its handlers, FindCoordinator, and loading at start-up."""
+    coord = GroupCoordinator(PartitionsLog(broker.partitions),
+                             GroupConfig.from_properties(broker.config.values),
+                             topic_partitions=_topic_partitions(broker.partitions))
+    broker.group_coordinator = coord
+    d = broker.dispatcher
+    INVALID_REQUEST = _code("INVALID_REQUEST")
+
+    def ensure(key_type: int) -> Tuple[int, Optional[str]]:
+        try:
+            if key_type == GROUP_KEY:
+                coord.ensure_topic()
+            elif key_type == TRANSACTION_KEY:
+                txn = getattr(broker, "txn_coordinator", None)
+                if txn is None:
+                    return COORDINATOR_NOT_AVAILABLE, "transactions are not available"
+                txn.ensure_topic()
+            else:
+                return INVALID_REQUEST, f"unknown key type {key_type}"
+        except Exception as exc:  # a read-only broker cannot create the internal topics
+            return COORDINATOR_NOT_AVAILABLE, str(exc)
+        return NONE, None
+
+    async def find_coordinator(ctx: Any, req: Any, version: int) -> Any:
+        host, port = broker.address
+        if version < 4:
+            code, message = ensure(req.key_type if version >= 1 else GROUP_KEY)
+            return FindCoordinatorResponse(error_code=code, error_message=message,
+                                           node_id=broker.node_id if code == NONE else -1,
+                                           host=host if code == NONE else "",
+                                           port=port if code == NONE else -1)
+        out = []
+        for key in req.coordinator_keys:
+            code, message = ensure(req.key_type)
+            out.append(FindCoordinatorResponse.Coordinator(
+                key=key, node_id=broker.node_id if code == NONE else -1,
+                host=host if code == NONE else "", port=port if code == NONE else -1,
+                error_code=code, error_message=message))
+        return FindCoordinatorResponse(coordinators=out)
+
+    async def join(ctx: Any, req: Any, version: int) -> Any:
+        return await coord.join_group(req, version, ctx.client_id or "", _client_host(ctx))
+
+    async def txn_offset_commit(ctx: Any, req: Any, version: int) -> Any:
+        txn = getattr(broker, "txn_coordinator", None)
+        code = NONE if txn is None else txn.check_offsets(req.transactional_id, req.producer_id,
+                                                          req.producer_epoch)
+        if code != NONE:
+            T = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+            return TxnOffsetCommitResponse(topics=_per_partition(
+                req.topics, T, T.TxnOffsetCommitResponsePartition,
+                {(t.name, p.partition_index): code for t in req.topics for p in t.partitions}))
+        return await coord.txn_offset_commit(req, version)
+
+    def plain(method: Callable[[Any, int], Any]) -> Any:
+        async def handler(ctx: Any, req: Any, version: int) -> Any:
+            return await method(req, version)
+        return handler
+
+    d.register(ApiKey.FIND_COORDINATOR, find_coordinator)
+    d.register(ApiKey.JOIN_GROUP, join)
+    d.register(ApiKey.SYNC_GROUP, plain(coord.sync_group))
+    d.register(ApiKey.HEARTBEAT, plain(coord.heartbeat))
+    d.register(ApiKey.LEAVE_GROUP, plain(coord.leave_group))
+    d.register(ApiKey.OFFSET_COMMIT, plain(coord.offset_commit))
+    d.register(ApiKey.OFFSET_FETCH, plain(coord.offset_fetch))
+    d.register(ApiKey.DESCRIBE_GROUPS, plain(coord.describe_groups))
+    d.register(ApiKey.LIST_GROUPS, plain(coord.list_groups))
+    d.register(ApiKey.DELETE_GROUPS, plain(coord.delete_groups))
+    d.register(ApiKey.TXN_OFFSET_COMMIT, txn_offset_commit)
+
+    async def on_start(b: Any) -> None:
+        coord.load()
+        coord.start()
+
+    async def on_stop(b: Any) -> None:
+        await coord.stop()
+
+    broker.on_start.append(on_start)
+    broker.on_stop.append(on_stop)

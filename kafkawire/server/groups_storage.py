@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
-__all__ = ["CoordinatorLog", "LoggedRecord", "LoggedBatch", "MemoryLog", "KeyValue"]
+from kafkawire.records import BatchBuilder
+
+__all__ = ["CoordinatorLog", "LoggedRecord", "LoggedBatch", "MemoryLog", "PartitionsLog", "KeyValue"]
 
 #: One record to append: key and value (None: a tombstone).
 KeyValue = Tuple[bytes, Optional[bytes]]
@@ -110,3 +112,39 @@ class MemoryLog:
         return self._add(topic, partition, LoggedBatch(
             [LoggedRecord(None, None)], producer_id, producer_epoch, True, True,
             "commit" if committed else "abort"))
+
+
+class PartitionsLog:
+    """A :class:`CoordinatorLog` over the broker's partition manager
+    (:class:`kafkawire.server.partitions.PartitionManager`): records are built
+    as v2 batches and appended through the partitions' writers."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+
+    def partition_count(self, topic: str) -> Optional[int]:
+        t = self.manager.topics.get(topic)
+        return None if t is None else len(t.partitions)
+
+    def ensure_topic(self, topic: str, partitions: int, configs: Dict[str, str]) -> int:
+        return len(self.manager.ensure_topic(topic, partitions, configs, internal=True).partitions)
+
+    def read(self, topic: str, partition: int) -> Iterable[Any]:
+        part = self.manager.partition(topic, partition)
+        return () if part is None else part.log_batches()
+
+    async def append(self, topic: str, partition: int, records: Sequence[KeyValue], *,
+                     producer_id: int = -1, producer_epoch: int = -1,
+                     transactional: bool = False) -> int:
+        b = BatchBuilder(2, "none", producer_id=producer_id, producer_epoch=producer_epoch,
+                         is_transactional=transactional)
+        for key, value in records:
+            b.append(value, key=key)
+        return int(self.manager.append(topic, partition, b.build()).first_offset)
+
+    async def append_marker(self, topic: str, partition: int, committed: bool, *,
+                            producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
+        return int(self.manager.write_marker(topic, partition, "commit" if committed else "abort",
+                                             producer_id=producer_id,
+                                             producer_epoch=producer_epoch,
+                                             coordinator_epoch=coordinator_epoch))

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from kafkawire.protocol import ApiKey
 from kafkawire.protocol import coordinator_records as R
 from kafkawire.protocol.error_codes import ERRORS_BY_NAME
 from kafkawire.protocol.messages import (
@@ -33,7 +34,7 @@ from kafkawire.protocol.messages import (
     InitProducerIdResponse)
 from kafkawire.protocol.messages.transactions import (AddPartitionsToTxnPartitionResult,
                                                       AddPartitionsToTxnTopicResult)
-from kafkawire.server.groups_storage import CoordinatorLog
+from kafkawire.server.groups_storage import CoordinatorLog, PartitionsLog
 
 __all__ = ["TransactionCoordinator", "TxnConfig", "TRANSACTION_STATE_TOPIC", "TxnMetadata"]
 
@@ -134,7 +135,7 @@ class TransactionCoordinator:
         """The ``__transaction_state`` partition holding ``transactional_id``."""
         return R.partition_for(transactional_id, self.state_partitions)
 
-    def _ensure_topic(self) -> None:
+    def ensure_topic(self) -> None:
         if not self._created:
             self.state_partitions = self.storage.ensure_topic(
                 TRANSACTION_STATE_TOPIC, self.config.state_log_partitions,
@@ -243,7 +244,7 @@ class TransactionCoordinator:
     async def _store(self, m: TxnMetadata, state: int) -> None:
         """Write ``m`` with ``state`` to the log, then adopt the state (not before: a failed
         write leaves the coordinator as it was)."""
-        self._ensure_topic()
+        self.ensure_topic()
         now = self.clock()
         by_topic: Dict[str, List[int]] = {}
         for t, p in sorted(m.partitions):
@@ -358,6 +359,19 @@ class TransactionCoordinator:
             return INVALID_TXN_STATE
         return code
 
+    def check_produce(self, tid: Optional[str], topic: str, partition: int, producer_id: int,
+                      producer_epoch: int) -> int:
+        """Whether a transactional batch may be appended: its producer is the current one
+        of ``tid`` and the partition was added to the open transaction (0), or the error."""
+        m = self.txns.get(tid) if tid else None
+        if m is None or m.producer_id != producer_id:
+            return INVALID_PRODUCER_ID_MAPPING
+        if producer_epoch != m.producer_epoch:
+            return INVALID_PRODUCER_EPOCH
+        if m.state != ONGOING or (topic, partition) not in m.partitions:
+            return INVALID_TXN_STATE
+        return NONE
+
     async def _add(self, m: TxnMetadata, parts: Set[Tuple[str, int]]) -> int:
         if m.state == ONGOING and parts <= m.partitions:
             return NONE
@@ -450,3 +464,49 @@ class TransactionCoordinator:
         finally:
             m.busy = False
         return EndTxnResponse(error_code=NONE)
+
+
+def register(broker: Any) -> None:
+    """Plug the transaction coordinator into ``broker`` (after the group coordinator, whose
+    offsets it completes): its handlers, and loading at start-up."""
+    groups = getattr(broker, "group_coordinator", None)
+
+    def on_marker(producer_id: int, topic: str, partition: int, committed: bool) -> None:
+        if groups is not None and topic == "__consumer_offsets":
+            groups.complete_txn(producer_id, partition, committed)
+
+    def offsets_partition(group_id: str) -> Tuple[str, int]:
+        assert groups is not None
+        groups.ensure_topic()
+        return "__consumer_offsets", groups.partition_for(group_id)
+
+    def topic_partitions(topic: str) -> Optional[int]:
+        t = broker.partitions.topics.get(topic)
+        return None if t is None else len(t.partitions)
+
+    coord = TransactionCoordinator(PartitionsLog(broker.partitions),
+                                   TxnConfig.from_properties(broker.config.values),
+                                   on_marker=on_marker, topic_partitions=topic_partitions,
+                                   offsets_partition=offsets_partition if groups else None)
+    broker.txn_coordinator = coord
+
+    def plain(method: Callable[[Any, int], Any]) -> Any:
+        async def handler(ctx: Any, req: Any, version: int) -> Any:
+            return await method(req, version)
+        return handler
+
+    d = broker.dispatcher
+    d.register(ApiKey.INIT_PRODUCER_ID, plain(coord.init_producer_id))
+    d.register(ApiKey.ADD_PARTITIONS_TO_TXN, plain(coord.add_partitions_to_txn))
+    d.register(ApiKey.ADD_OFFSETS_TO_TXN, plain(coord.add_offsets_to_txn))
+    d.register(ApiKey.END_TXN, plain(coord.end_txn))
+
+    async def on_start(b: Any) -> None:
+        await coord.load()
+        coord.start()
+
+    async def on_stop(b: Any) -> None:
+        await coord.stop()
+
+    broker.on_start.append(on_start)
+    broker.on_stop.append(on_stop)

@@ -1,0 +1,355 @@
+"""Groups and transactions on ``kafkawire serve``, proved with clients nobody here wrote.
+
+confluent-kafka (librdkafka), kafka-python and aiokafka join one group and
+split its partitions; offsets committed by one library are read by another
+after the broker restarts, and ``kafkawire dump --offsets-decoder`` reads
+what the broker wrote; a confluent-kafka transactional producer's committed
+records are visible and aborted ones invisible to read_committed consumers;
+``send_offsets_to_transaction`` commits a group's offsets with the output.
+"""
+from __future__ import annotations
+
+import asyncio
+import glob
+import io
+import json
+import os
+import threading
+import time
+from contextlib import redirect_stdout
+
+import pytest
+
+from kafkawire.cli.main import main as cli_main
+from kafkawire.testing import running_broker
+
+ck = pytest.importorskip("confluent_kafka")
+
+pytestmark = pytest.mark.one_backend
+
+CONFIG = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "5",
+          "transaction.state.log.num.partitions": "3"}
+
+
+def produce(bootstrap, topic, n, partitions, prefix="v"):
+    p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(n):
+        p.produce(topic, value=f"{prefix}{i}".encode(), partition=i % partitions)
+    assert p.flush(30) == 0
+
+
+def confluent_consumer(bootstrap, group, **extra):
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 500, "partition.assignment.strategy": "roundrobin"}
+    conf.update(extra)
+    return ck.Consumer(conf)
+
+
+def drain(consumer, want, timeout=30.0):
+    got = []
+    deadline = time.time() + timeout
+    while len(got) < want and time.time() < deadline:
+        m = consumer.poll(0.2)
+        if m is None or m.error():
+            continue
+        got.append((m.partition(), m.offset(), m.value()))
+    return got
+
+
+class Member(threading.Thread):
+    """One group member polling in a thread of its own until told to stop."""
+
+    def __init__(self, name, poll, assignment, close):
+        super().__init__(daemon=True, name=name)
+        self.poll_once, self.read_assignment, self.close_fn = poll, assignment, close
+        self.records = []
+        self.owned = set()
+        self.error = None
+        self.stop_flag = threading.Event()
+
+    def assignment(self):
+        return set(self.owned)
+
+    def run(self):
+        # Every call on the client happens in this thread (clients are not shared).
+        try:
+            while not self.stop_flag.is_set():
+                self.records.extend(self.poll_once())
+                self.owned = self.read_assignment()
+        except Exception as exc:  # reported by the test
+            self.error = exc
+        finally:
+            try:
+                self.close_fn()
+            except Exception:
+                pass
+
+
+def confluent_member(bootstrap, group, topic):
+    c = confluent_consumer(bootstrap, group)
+    c.subscribe([topic])
+
+    def poll():
+        m = c.poll(0.1)
+        if m is None or m.error():
+            return []
+        return [(m.partition(), m.offset(), m.value())]
+    return Member("confluent", poll, lambda: {tp.partition for tp in c.assignment()}, c.close)
+
+
+def kafka_python_member(bootstrap, group, topic):
+    kp = pytest.importorskip("kafka")
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    c = kp.KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                         auto_offset_reset="earliest", enable_auto_commit=False,
+                         session_timeout_ms=10000, heartbeat_interval_ms=500,
+                         partition_assignment_strategy=[RoundRobinPartitionAssignor])
+
+    def poll():
+        out = []
+        for tp, msgs in c.poll(timeout_ms=100).items():
+            out.extend((m.partition, m.offset, m.value) for m in msgs)
+        return out
+    return Member("kafka-python", poll, lambda: {tp.partition for tp in c.assignment()}, c.close)
+
+
+def aiokafka_member(bootstrap, group, topic):
+    aiokafka = pytest.importorskip("aiokafka")
+    loop = asyncio.new_event_loop()
+    state = {}
+
+    async def start():
+        cons = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                         auto_offset_reset="earliest", enable_auto_commit=False,
+                                         session_timeout_ms=10000, heartbeat_interval_ms=500)
+        await cons.start()
+        state["c"] = cons
+
+    async def getmany():
+        out = []
+        for tp, msgs in (await state["c"].getmany(timeout_ms=100)).items():
+            out.extend((m.partition, m.offset, m.value) for m in msgs)
+        return out
+
+    def poll():
+        if "c" not in state:
+            loop.run_until_complete(start())
+        return loop.run_until_complete(getmany())
+
+    def assignment():
+        cons = state.get("c")
+        return set() if cons is None else {tp.partition for tp in cons.assignment()}
+
+    def close():
+        if "c" in state:
+            loop.run_until_complete(state["c"].stop())
+        loop.close()
+    return Member("aiokafka", poll, assignment, close)
+
+
+def run_group(members, bootstrap, topic, partitions, n, broker, group):
+    for m in members:
+        m.start()
+    try:
+        # wait for one stable generation in which every member owns partitions
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            g = broker.call(lambda: broker.group_coordinator.groups.get(group))
+            owned = [m.assignment() for m in members]
+            if g is not None and g.state == "Stable" and len(g.members) == len(members) \
+                    and all(owned) and sum(len(o) for o in owned) == partitions:
+                break
+            assert not any(m.error for m in members), [m.error for m in members]
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"the group did not settle: {[m.assignment() for m in members]}")
+        produce(bootstrap, topic, n, partitions)
+        deadline = time.time() + 60
+        while sum(len(m.records) for m in members) < n and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # anything read twice would show up now
+    finally:
+        for m in members:
+            m.stop_flag.set()
+        for m in members:
+            m.join(30)
+    assert not any(m.error for m in members), [m.error for m in members]
+    values = [v for m in members for _, _, v in m.records]
+    assert len(values) == n and set(values) == {f"v{i}".encode() for i in range(n)}
+    parts = [{p for p, _, _ in m.records} for m in members]
+    for i, a in enumerate(parts):
+        assert a, f"{members[i].name} read nothing"
+        for b in parts[i + 1:]:
+            assert not a & b, "a partition was read by two members"
+
+
+def test_two_confluent_consumers_split_partitions_exactly_once(tmp_path):
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        broker.create_topic("split", 6)
+        bs = broker.bootstrap_servers
+        run_group([confluent_member(bs, "two", "split"), confluent_member(bs, "two", "split")],
+                  bs, "split", 6, 600, broker, "two")
+
+
+def test_three_libraries_in_one_group(tmp_path):
+    pytest.importorskip("kafka")
+    pytest.importorskip("aiokafka")
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        broker.create_topic("mixed", 6)
+        bs = broker.bootstrap_servers
+        members = [confluent_member(bs, "three", "mixed"), kafka_python_member(bs, "three", "mixed"),
+                   aiokafka_member(bs, "three", "mixed")]
+        run_group(members, bs, "mixed", 6, 300, broker, "three")
+
+
+def test_offsets_committed_by_one_library_are_read_by_others_after_restart(tmp_path):
+    kp = pytest.importorskip("kafka")
+    logs = str(tmp_path / "logs")
+    with running_broker(logs, config=CONFIG) as broker:
+        broker.create_topic("c", 2)
+        produce(broker.bootstrap_servers, "c", 40, 2)
+        c = confluent_consumer(broker.bootstrap_servers, "shared")
+        c.subscribe(["c"])
+        assert len(drain(c, 40)) == 40
+        c.commit(offsets=[ck.TopicPartition("c", 0, 15), ck.TopicPartition("c", 1, 20)],
+                 asynchronous=False)
+        c.close()
+    with running_broker(logs, config=CONFIG) as broker:
+        bs = broker.bootstrap_servers
+        k = kp.KafkaConsumer(bootstrap_servers=bs, group_id="shared", enable_auto_commit=False)
+        tps = [kp.TopicPartition("c", 0), kp.TopicPartition("c", 1)]
+        assert [k.committed(tp) for tp in tps] == [15, 20]
+        k.subscribe(["c"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 5 and time.time() < deadline:
+            for tp, msgs in k.poll(timeout_ms=200).items():
+                got.extend((m.partition, m.offset) for m in msgs)
+        for tp, msgs in k.poll(timeout_ms=500).items():
+            got.extend((m.partition, m.offset) for m in msgs)
+        assert sorted(got) == [(0, o) for o in range(15, 20)]
+        k.commit({kp.TopicPartition("c", 0): kp.OffsetAndMetadata(20, "", -1)})
+        k.close()
+        c2 = confluent_consumer(bs, "shared")
+        assert [tp.offset for tp in c2.committed([ck.TopicPartition("c", 0),
+                                                 ck.TopicPartition("c", 1)], timeout=10)] == [20, 20]
+        c2.close()
+    # the dump tool reads what the broker wrote, as Kafka's kafka-dump-log.sh would
+    folders = glob.glob(os.path.join(logs, "__consumer_offsets-*"))
+    assert len(folders) == 5
+    out = io.StringIO()
+    with redirect_stdout(out):
+        for f in folders:
+            for seg in glob.glob(os.path.join(f, "*.log")):
+                assert cli_main(["dump", "--offsets-decoder", "--no-progress", "--files", seg]) == 0
+    text = out.getvalue()
+    commits = [line for line in text.splitlines() if '"group":"shared","topic":"c"' in line]
+    assert commits and all("Error at offset" not in line for line in text.splitlines())
+    payloads = [json.loads(line.split("payload: ", 1)[1]) for line in commits if "payload: " in line]
+    assert {p["data"]["offset"] for p in payloads} >= {15, 20}
+
+
+def _txn_producer(bootstrap, tid, **extra):
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5}
+    conf.update(extra)
+    p = ck.Producer(conf)
+    p.init_transactions(30)
+    return p
+
+
+def test_transactions_committed_visible_aborted_invisible(tmp_path):
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        broker.create_topic("tx", 2)
+        bs = broker.bootstrap_servers
+        p = _txn_producer(bs, "tx-1")
+        for batch, commit in (("a", True), ("b", False), ("c", True)):
+            p.begin_transaction()
+            for i in range(10):
+                p.produce("tx", value=f"{batch}{i}".encode(), partition=i % 2)
+            if commit:
+                p.commit_transaction(30)
+            else:
+                p.abort_transaction(30)
+        committed = confluent_consumer(bs, "rc", **{"isolation.level": "read_committed"})
+        committed.subscribe(["tx"])
+        got = {v for _, _, v in drain(committed, 20)}
+        committed.close()
+        assert got == {f"{b}{i}".encode() for b in "ac" for i in range(10)}
+        everything = confluent_consumer(bs, "ru", **{"isolation.level": "read_uncommitted"})
+        everything.subscribe(["tx"])
+        assert len(drain(everything, 30)) == 30
+        everything.close()
+        # a second producer with the same transactional id fences the first
+        p2 = _txn_producer(bs, "tx-1")
+        p.begin_transaction()
+        p.produce("tx", value=b"zombie", partition=0)
+        with pytest.raises(ck.KafkaException):
+            p.commit_transaction(10)
+        p2.begin_transaction()
+        p2.produce("tx", value=b"d0", partition=0)
+        p2.commit_transaction(30)
+        state = broker.call(lambda: broker.txn_coordinator.txns["tx-1"])
+        assert state.state == 4  # CompleteCommit
+
+
+def test_send_offsets_to_transaction(tmp_path):
+    logs = str(tmp_path / "logs")
+    with running_broker(logs, config=CONFIG) as broker:
+        broker.create_topic("in", 1)
+        broker.create_topic("out", 1)
+        bs = broker.bootstrap_servers
+        produce(bs, "in", 10, 1)
+        c = confluent_consumer(bs, "eos", **{"isolation.level": "read_committed"})
+        c.subscribe(["in"])
+        msgs = drain(c, 10)
+        assert len(msgs) == 10
+        p = _txn_producer(bs, "eos-1")
+
+        def step(n_offset, commit):
+            p.begin_transaction()
+            p.produce("out", value=b"x", partition=0)
+            p.send_offsets_to_transaction([ck.TopicPartition("in", 0, n_offset)],
+                                          c.consumer_group_metadata(), 30)
+            if commit:
+                p.commit_transaction(30)
+            else:
+                p.abort_transaction(30)
+        step(4, True)
+        assert c.committed([ck.TopicPartition("in", 0)], timeout=10)[0].offset == 4
+        step(9, False)
+        assert c.committed([ck.TopicPartition("in", 0)], timeout=10)[0].offset == 4
+        step(10, True)
+        assert c.committed([ck.TopicPartition("in", 0)], timeout=10)[0].offset == 10
+        c.close()
+    with running_broker(logs, config=CONFIG) as broker:
+        c = confluent_consumer(broker.bootstrap_servers, "eos")
+        assert c.committed([ck.TopicPartition("in", 0)], timeout=10)[0].offset == 10
+        c.close()
+
+
+def test_admin_lists_describes_and_deletes_groups(tmp_path):
+    from confluent_kafka.admin import AdminClient
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        broker.create_topic("adm", 2)
+        bs = broker.bootstrap_servers
+        produce(bs, "adm", 4, 2)
+        c = confluent_consumer(bs, "live")
+        c.subscribe(["adm"])
+        assert len(drain(c, 4)) == 4
+        c.commit(asynchronous=False)
+        done = confluent_consumer(bs, "done")
+        done.commit(offsets=[ck.TopicPartition("adm", 0, 1)], asynchronous=False)
+        done.close()
+        admin = AdminClient({"bootstrap.servers": bs})
+        listed = admin.list_consumer_groups().result(30)
+        assert {g.group_id for g in listed.valid} == {"live", "done"}
+        desc = admin.describe_consumer_groups(["live"])["live"].result(30)
+        assert str(desc.state).endswith("STABLE") and len(desc.members) == 1
+        assert {tp.partition for tp in desc.members[0].assignment.topic_partitions} == {0, 1}
+        bad = admin.delete_consumer_groups(["live"])["live"]
+        with pytest.raises(ck.KafkaException, match="NON_EMPTY_GROUP"):
+            bad.result(30)
+        admin.delete_consumer_groups(["done"])["done"].result(30)
+        assert {g.group_id for g in admin.list_consumer_groups().result(30).valid} == {"live"}
+        c.close()
