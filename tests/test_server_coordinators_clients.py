@@ -267,6 +267,7 @@ def test_transactions_committed_visible_aborted_invisible(tmp_path):
             p.begin_transaction()
             for i in range(10):
                 p.produce("tx", value=f"{batch}{i}".encode(), partition=i % 2)
+            p.flush(30)  # an abort purges unsent messages: send them, so the log holds them
             if commit:
                 p.commit_transaction(30)
             else:
