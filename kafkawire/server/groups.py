@@ -40,7 +40,8 @@ from kafkawire.protocol.messages import (
     LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
     OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
     SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
-from kafkawire.server.groups_storage import CoordinatorLog, KeyValue, PartitionsLog
+from kafkawire.server.groups_storage import (CoordinatorLog, InternalTopicOwner, KeyValue,
+                                             PartitionsLog)
 
 __all__ = ["GroupCoordinator", "GroupConfig", "OFFSETS_TOPIC", "EMPTY", "PREPARING_REBALANCE",
            "COMPLETING_REBALANCE", "STABLE", "DEAD"]
@@ -185,7 +186,7 @@ def _now_wall_ms() -> int:
     return int(time.time() * 1000)
 
 
-class GroupCoordinator:
+class GroupCoordinator(InternalTopicOwner):
     """Kafka's classic group coordinator for one node (see the module docs).
 
     ``storage`` persists ``__consumer_offsets``; ``clock`` returns
@@ -195,42 +196,24 @@ class GroupCoordinator:
     as Kafka refuses them.
     """
 
+    TOPIC = OFFSETS_TOPIC
+    TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer"}
+
     def __init__(self, storage: CoordinatorLog, config: Optional[GroupConfig] = None, *,
                  clock: Optional[Callable[[], float]] = None,
                  wall_clock: Optional[Callable[[], int]] = None,
                  topic_partitions: Optional[Callable[[str], Optional[int]]] = None) -> None:
-        self.storage = storage
         self.config = config or GroupConfig()
+        super().__init__(storage, self.config.offsets_topic_partitions,
+                         self.config.offsets_segment_bytes)
         self.clock = clock or (lambda: time.monotonic() * 1000.0)
         self.wall_clock = wall_clock or _now_wall_ms
         self.topic_partitions = topic_partitions
         self.groups: Dict[str, Group] = {}
-        self.offsets_partitions = self.config.offsets_topic_partitions
-        self._created = False
-        self._task: Optional["asyncio.Task[None]"] = None
-
-    # ------------------------------------------------------------------ lifecycle
-    def partition_for(self, group_id: str) -> int:
-        """The ``__consumer_offsets`` partition holding ``group_id``."""
-        return R.partition_for(group_id, self.offsets_partitions)
-
-    def ensure_topic(self) -> None:
-        """Create ``__consumer_offsets`` (compacted) on first need, as Kafka does."""
-        if not self._created:
-            self.offsets_partitions = self.storage.ensure_topic(
-                OFFSETS_TOPIC, self.config.offsets_topic_partitions,
-                {"cleanup.policy": "compact", "compression.type": "producer",
-                 "segment.bytes": str(self.config.offsets_segment_bytes)})
-            self._created = True
 
     def load(self) -> None:
         """Read back every group and offset in ``__consumer_offsets`` (when it exists)."""
-        count = self.storage.partition_count(OFFSETS_TOPIC)
-        if count is None:
-            return
-        self.offsets_partitions = count
-        self._created = True
-        for p in range(self.offsets_partitions):
+        for p in range(self.existing_partitions()):
             self._load_partition(p)
         now = self.clock()
         for g in self.groups.values():
@@ -314,27 +297,9 @@ class GroupCoordinator:
             g = self.groups[group_id] = Group(group_id)
         return g
 
-    def start(self, interval_ms: int = 100) -> None:
-        """Run :meth:`poll` every ``interval_ms`` on the running event loop."""
-        async def tick() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000.0)
-                try:
-                    await self.poll()
-                except Exception:  # keep the timers alive whatever one group did
-                    log.exception("group coordinator timer failed")
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(tick())
-
     async def stop(self) -> None:
         """Stop the timers and answer every waiting JoinGroup/SyncGroup (the client retries)."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+        await self.stop_timer()
         for g in self.groups.values():
             for m in g.members.values():
                 self._fail_waiters(g, m, COORDINATOR_NOT_AVAILABLE)
@@ -619,20 +584,29 @@ class GroupCoordinator:
             self._prepare_rebalance(g, f"static member {instance_id} rejoined")
         return await self._wait_join(g, old)
 
+    def _member_check(self, req: Any, version: int, gone: Tuple[str, ...]
+                      ) -> Tuple[int, Optional[Group], Optional[Member]]:
+        """SyncGroup's and Heartbeat's checks (both put the instance id in v3+):
+        the group, the member (not fenced) and its generation."""
+        g = self.groups.get(req.group_id)
+        instance_id = req.group_instance_id if version >= 3 else None
+        if g is None or g.state in gone:
+            return UNKNOWN_MEMBER_ID, None, None
+        if g.fenced(instance_id, req.member_id):
+            return FENCED_INSTANCE_ID, None, None
+        m = g.members.get(req.member_id)
+        if m is None:
+            return UNKNOWN_MEMBER_ID, None, None
+        if req.generation_id != g.generation:
+            return ILLEGAL_GENERATION, None, None
+        return NONE, g, m
+
     # ------------------------------------------------------------------ SyncGroup
     async def sync_group(self, req: SyncGroupRequest, version: int) -> SyncGroupResponse:
         """SyncGroup: the leader's assignment, answered to every member once it arrives."""
-        g = self.groups.get(req.group_id)
-        instance_id = req.group_instance_id if version >= 3 else None
-        if g is None or g.state == DEAD:
-            return SyncGroupResponse(error_code=UNKNOWN_MEMBER_ID)
-        if g.fenced(instance_id, req.member_id):
-            return SyncGroupResponse(error_code=FENCED_INSTANCE_ID)
-        m = g.members.get(req.member_id)
-        if m is None:
-            return SyncGroupResponse(error_code=UNKNOWN_MEMBER_ID)
-        if req.generation_id != g.generation:
-            return SyncGroupResponse(error_code=ILLEGAL_GENERATION)
+        code, g, m = self._member_check(req, version, (DEAD,))
+        if code != NONE or g is None or m is None:
+            return SyncGroupResponse(error_code=code)
         if version >= 5 and ((req.protocol_type is not None and req.protocol_type != g.protocol_type)
                              or (req.protocol_name is not None and req.protocol_name != g.protocol)):
             return SyncGroupResponse(error_code=INCONSISTENT_GROUP_PROTOCOL)
@@ -676,17 +650,9 @@ class GroupCoordinator:
     # ------------------------------------------------------------------ Heartbeat / Leave
     async def heartbeat(self, req: HeartbeatRequest, version: int) -> HeartbeatResponse:
         """Heartbeat: keeps the session alive; REBALANCE_IN_PROGRESS tells the member to rejoin."""
-        g = self.groups.get(req.group_id)
-        instance_id = req.group_instance_id if version >= 3 else None
-        if g is None or g.state in (DEAD, EMPTY):
-            return HeartbeatResponse(error_code=UNKNOWN_MEMBER_ID)
-        if g.fenced(instance_id, req.member_id):
-            return HeartbeatResponse(error_code=FENCED_INSTANCE_ID)
-        m = g.members.get(req.member_id)
-        if m is None:
-            return HeartbeatResponse(error_code=UNKNOWN_MEMBER_ID)
-        if req.generation_id != g.generation:
-            return HeartbeatResponse(error_code=ILLEGAL_GENERATION)
+        code, g, m = self._member_check(req, version, (DEAD, EMPTY))
+        if code != NONE or g is None or m is None:
+            return HeartbeatResponse(error_code=code)
         m.deadline_ms = self.clock() + m.session_timeout_ms
         if g.state == PREPARING_REBALANCE:
             return HeartbeatResponse(error_code=REBALANCE_IN_PROGRESS)

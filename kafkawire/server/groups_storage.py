@@ -8,12 +8,18 @@ markers in ``.txnindex``) and the unit tests plug in :class:`MemoryLog`.
 """
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
+from kafkawire.protocol.coordinator_records import partition_for
 from kafkawire.records import BatchBuilder
 
-__all__ = ["CoordinatorLog", "LoggedRecord", "LoggedBatch", "MemoryLog", "PartitionsLog", "KeyValue"]
+__all__ = ["CoordinatorLog", "LoggedRecord", "LoggedBatch", "MemoryLog", "PartitionsLog", "KeyValue",
+           "InternalTopicOwner"]
+
+log = logging.getLogger("kafkawire.server.coordinators")
 
 #: One record to append: key and value (None: a tombstone).
 KeyValue = Tuple[bytes, Optional[bytes]]
@@ -148,3 +154,64 @@ class PartitionsLog:
                                              producer_id=producer_id,
                                              producer_epoch=producer_epoch,
                                              coordinator_epoch=coordinator_epoch))
+
+
+class InternalTopicOwner:
+    """What both coordinators share: an internal topic created on first need (as Kafka
+    creates it), the partition a key lives in, and a timer calling ``poll``."""
+
+    TOPIC = ""
+    TOPIC_CONFIGS: Dict[str, str] = {}
+
+    def __init__(self, storage: CoordinatorLog, partitions: int, segment_bytes: int) -> None:
+        self.storage = storage
+        self.topic_partition_count = partitions
+        self._segment_bytes = segment_bytes
+        self._created = False
+        self._task: Optional["asyncio.Task[None]"] = None
+
+    def partition_for(self, key: str) -> int:
+        """The partition of the internal topic holding ``key`` (Kafka's rule)."""
+        return partition_for(key, self.topic_partition_count)
+
+    def ensure_topic(self) -> None:
+        """Create the internal topic (compacted) if it does not exist yet."""
+        if not self._created:
+            configs = dict(self.TOPIC_CONFIGS, **{"segment.bytes": str(self._segment_bytes)})
+            self.topic_partition_count = self.storage.ensure_topic(
+                self.TOPIC, self.topic_partition_count, configs)
+            self._created = True
+
+    def existing_partitions(self) -> int:
+        """How many partitions the internal topic has (0 when it does not exist yet)."""
+        count = self.storage.partition_count(self.TOPIC)
+        if count is None:
+            return 0
+        self.topic_partition_count = count
+        self._created = True
+        return count
+
+    async def poll(self) -> None:
+        """Fire the timers that are due (subclasses)."""
+
+    def start(self, interval_ms: int = 100) -> None:
+        """Run :meth:`poll` every ``interval_ms`` on the running event loop."""
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000.0)
+                try:
+                    await self.poll()
+                except Exception:  # keep the timer alive whatever one key did
+                    log.exception("%s coordinator timer failed", self.TOPIC)
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(tick())
+
+    async def stop_timer(self) -> None:
+        """Stop the timer started by :meth:`start`."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None

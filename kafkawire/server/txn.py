@@ -19,7 +19,6 @@ bumped, so the late producer is fenced.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from kafkawire.protocol.messages import (
     InitProducerIdResponse)
 from kafkawire.protocol.messages.transactions import (AddPartitionsToTxnPartitionResult,
                                                       AddPartitionsToTxnTopicResult)
-from kafkawire.server.groups_storage import CoordinatorLog, PartitionsLog
+from kafkawire.server.groups_storage import CoordinatorLog, InternalTopicOwner, PartitionsLog
 
 __all__ = ["TransactionCoordinator", "TxnConfig", "TRANSACTION_STATE_TOPIC", "TxnMetadata"]
 
@@ -102,7 +101,7 @@ class TxnMetadata:
     busy: bool = False
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(InternalTopicOwner):
     """Kafka's transaction coordinator for one node (see the module docs).
 
     ``storage`` holds ``__transaction_state`` and writes the markers;
@@ -112,47 +111,30 @@ class TransactionCoordinator:
     None when it does not exist.
     """
 
+    TOPIC = TRANSACTION_STATE_TOPIC
+    TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed"}
+
     def __init__(self, storage: CoordinatorLog, config: Optional[TxnConfig] = None, *,
                  clock: Optional[Callable[[], int]] = None,
                  on_marker: Optional[Callable[[int, str, int, bool], None]] = None,
                  topic_partitions: Optional[Callable[[str], Optional[int]]] = None,
                  offsets_partition: Optional[Callable[[str], Tuple[str, int]]] = None) -> None:
-        self.storage = storage
         self.config = config or TxnConfig()
+        super().__init__(storage, self.config.state_log_partitions,
+                         self.config.state_log_segment_bytes)
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.on_marker = on_marker
         self.topic_partitions = topic_partitions
         self.offsets_partition = offsets_partition or (
             lambda group: ("__consumer_offsets", R.partition_for(group, 50)))
         self.txns: Dict[str, TxnMetadata] = {}
-        self.state_partitions = self.config.state_log_partitions
-        self._created = False
         self.next_producer_id = 0
-        self._task: Optional["asyncio.Task[None]"] = None
-
-    # ------------------------------------------------------------------ lifecycle
-    def partition_for(self, transactional_id: str) -> int:
-        """The ``__transaction_state`` partition holding ``transactional_id``."""
-        return R.partition_for(transactional_id, self.state_partitions)
-
-    def ensure_topic(self) -> None:
-        if not self._created:
-            self.state_partitions = self.storage.ensure_topic(
-                TRANSACTION_STATE_TOPIC, self.config.state_log_partitions,
-                {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                 "segment.bytes": str(self.config.state_log_segment_bytes)})
-            self._created = True
 
     async def load(self) -> None:
         """Read ``__transaction_state`` back (if it exists) and finish half-ended transactions."""
-        count = self.storage.partition_count(TRANSACTION_STATE_TOPIC)
         # Producer ids are never reused: start above every id this node may have handed out.
         self.next_producer_id = max(self.next_producer_id, self.clock() * 1000)
-        if count is None:
-            return
-        self.state_partitions = count
-        self._created = True
-        for p in range(count):
+        for p in range(self.existing_partitions()):
             for batch in self.storage.read(TRANSACTION_STATE_TOPIC, p):
                 if batch.is_control:
                     continue
@@ -187,27 +169,9 @@ class TransactionCoordinator:
             {(p.topic, i) for p in (v.transaction_partitions or []) for i in p.partition_ids},
             v.transaction_start_timestamp_ms, v.transaction_last_update_timestamp_ms)
 
-    def start(self, interval_ms: int = 1000) -> None:
-        """Abort timed-out transactions every ``interval_ms`` on the running loop."""
-        async def tick() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000.0)
-                try:
-                    await self.poll()
-                except Exception:
-                    log.exception("transaction coordinator timer failed")
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(tick())
-
     async def stop(self) -> None:
         """Stop the timer."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+        await self.stop_timer()
 
     async def poll(self) -> None:
         """Abort every transaction open longer than its timeout, fencing its producer."""
@@ -303,38 +267,29 @@ class TransactionCoordinator:
         if m is not None and m.busy:
             return InitProducerIdResponse(error_code=CONCURRENT_TRANSACTIONS)
         given = (req.producer_id, req.producer_epoch) if version >= 3 else (-1, -1)
+        new = m is None
         if m is None:
-            m = TxnMetadata(tid, self._fresh_producer_id(), -1, req.transaction_timeout_ms)
-            m.producer_epoch = 0
-            m.busy = True
-            try:
-                await self._store(m, EMPTY)
-            except Exception as exc:
-                log.error("storing the new transactional id %s failed: %s", tid, exc)
-                return InitProducerIdResponse(error_code=COORDINATOR_NOT_AVAILABLE)
-            finally:
-                m.busy = False
-            self.txns[tid] = m
-            return InitProducerIdResponse(error_code=NONE, producer_id=m.producer_id,
-                                          producer_epoch=m.producer_epoch)
-        if given != (-1, -1):
+            m = TxnMetadata(tid, self._fresh_producer_id(), 0, req.transaction_timeout_ms)
+        elif given != (-1, -1):
             current = given == (m.producer_id, m.producer_epoch)
             retried = given == (m.last_producer_id, m.last_producer_epoch)
             if not current and not retried:
                 return InitProducerIdResponse(error_code=PRODUCER_FENCED)
         m.busy = True
         try:
-            if m.state == ONGOING:
+            if not new:
+                if m.state == ONGOING:
+                    self._bump_epoch(m)
+                    await self._end(m, committed=False)
+                m.timeout_ms = req.transaction_timeout_ms
                 self._bump_epoch(m)
-                await self._end(m, committed=False)
-            m.timeout_ms = req.transaction_timeout_ms
-            self._bump_epoch(m)
             await self._store(m, EMPTY)
         except Exception as exc:
-            log.error("bumping the epoch of %s failed: %s", tid, exc)
+            log.error("initializing the producer of %s failed: %s", tid, exc)
             return InitProducerIdResponse(error_code=COORDINATOR_NOT_AVAILABLE)
         finally:
             m.busy = False
+        self.txns[tid] = m
         return InitProducerIdResponse(error_code=NONE, producer_id=m.producer_id,
                                       producer_epoch=m.producer_epoch)
 
@@ -503,7 +458,7 @@ def register(broker: Any) -> None:
 
     async def on_start(b: Any) -> None:
         await coord.load()
-        coord.start()
+        coord.start(coord.config.abort_check_interval_ms)
 
     async def on_stop(b: Any) -> None:
         await coord.stop()
