@@ -354,3 +354,43 @@ def test_admin_lists_describes_and_deletes_groups(tmp_path):
         admin.delete_consumer_groups(["done"])["done"].result(30)
         assert {g.group_id for g in admin.list_consumer_groups().result(30).valid} == {"live"}
         c.close()
+
+
+def _call(broker, message, version):
+    import socket
+    import struct
+
+    from kafkawire.protocol import decode_response, encode_request
+    with socket.create_connection(broker.address) as s:
+        s.sendall(encode_request(message, version, 7, "raw"))
+        s.settimeout(10)
+        data = b""
+        while len(data) < 4 or len(data) - 4 < struct.unpack(">i", data[:4])[0]:
+            chunk = s.recv(65536)
+            assert chunk, "connection closed"
+            data += chunk
+    return decode_response(type(message).API_KEY, version, data).message
+
+
+def test_find_coordinator_every_form(tmp_path):
+    from kafkawire.protocol import ApiVersionsRequest, FindCoordinatorRequest
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        host, port = broker.address
+        old = _call(broker, FindCoordinatorRequest(key="g"), 0)
+        assert (old.error_code, old.node_id, old.host, old.port) == (0, broker.node_id, host, port)
+        txn = _call(broker, FindCoordinatorRequest(key="t", key_type=1), 3)
+        assert txn.error_code == 0 and txn.port == port
+        batched = _call(broker, FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]), 4)
+        assert [(c.key, c.error_code, c.port) for c in batched.coordinators] == \
+            [("a", 0, port), ("b", 0, port)]
+        bad = _call(broker, FindCoordinatorRequest(key_type=5, coordinator_keys=["a"]), 6)
+        assert bad.coordinators[0].error_code != 0
+        # the internal topics now exist, with Kafka's compacted configs
+        assert broker.call(lambda: broker.partitions.topics["__consumer_offsets"].configs)[
+            "cleanup.policy"] == "compact"
+        assert len(broker.call(lambda: broker.partitions.topics["__transaction_state"].partitions)) == 3
+        keys = {k.api_key: (k.min_version, k.max_version)
+                for k in _call(broker, ApiVersionsRequest(), 3).api_keys}
+        for api, top in ((10, 6), (11, 9), (12, 4), (13, 5), (14, 5), (15, 5), (16, 5), (8, 9),
+                         (9, 9), (42, 2), (22, 5), (24, 5), (25, 4), (26, 4), (28, 4)):
+            assert keys[api] == (0, top), api

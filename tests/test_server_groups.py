@@ -414,3 +414,15 @@ def test_write_failure_is_reported_not_acknowledged():
             [G.COORDINATOR_NOT_AVAILABLE]
         assert await fetch(coord) == {}
     asyncio.run(main())
+
+
+def test_a_stopping_broker_answers_waiting_joins():
+    async def main():
+        coord, clock = make()
+        task = await join_new(coord, clock)
+        await settle()
+        assert not task.done()
+        coord.is_stopping = lambda: True
+        await coord.poll()
+        assert (await task).error_code == G.COORDINATOR_NOT_AVAILABLE
+    asyncio.run(main())

@@ -210,6 +210,8 @@ class GroupCoordinator(InternalTopicOwner):
         self.wall_clock = wall_clock or _now_wall_ms
         self.topic_partitions = topic_partitions
         self.groups: Dict[str, Group] = {}
+        #: Set by the broker: true once it is stopping.
+        self.is_stopping: Callable[[], bool] = lambda: False
 
     def load(self) -> None:
         """Read back every group and offset in ``__consumer_offsets`` (when it exists)."""
@@ -307,6 +309,12 @@ class GroupCoordinator(InternalTopicOwner):
     # ------------------------------------------------------------------ timers
     async def poll(self) -> None:
         """Fire due timers: expired sessions, rebalance timeouts, the initial delay."""
+        if self.is_stopping():
+            # answer waiting JoinGroup/SyncGroup now: the broker is draining its connections
+            for g in self.groups.values():
+                for m in g.members.values():
+                    self._fail_waiters(g, m, COORDINATOR_NOT_AVAILABLE)
+            return
         now = self.clock()
         for g in list(self.groups.values()):
             for mid, expiry in list(g.pending_members.items()):
@@ -1000,6 +1008,7 @@ def register(broker: Any) -> None:
                              GroupConfig.from_properties(broker.config.values),
                              topic_partitions=_topic_partitions(broker.partitions))
     broker.group_coordinator = coord
+    coord.is_stopping = lambda: bool(broker.stopping)
     d = broker.dispatcher
     INVALID_REQUEST = _code("INVALID_REQUEST")
 
