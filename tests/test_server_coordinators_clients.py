@@ -394,3 +394,97 @@ def test_find_coordinator_every_form(tmp_path):
         for api, top in ((10, 6), (11, 9), (12, 4), (13, 5), (14, 5), (15, 5), (16, 5), (8, 9),
                          (9, 9), (42, 2), (22, 5), (24, 5), (25, 4), (26, 4), (28, 4)):
             assert keys[api] == (0, top), api
+
+
+def _wait(predicate, timeout=30.0, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _group(broker, group):
+    return broker.call(lambda: broker.group_coordinator.groups.get(group))
+
+
+def test_static_member_restarts_without_a_rebalance(tmp_path):
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        broker.create_topic("st", 4)
+        bs = broker.bootstrap_servers
+        def static_member(instance):
+            c = confluent_consumer(bs, "static", **{"group.instance.id": instance,
+                                                    "session.timeout.ms": 30000})
+            c.subscribe(["st"])
+
+            def poll():
+                m = c.poll(0.1)
+                return [] if m is None or m.error() else [(m.partition(), m.offset(), m.value())]
+            return Member(instance, poll, lambda: {tp.partition for tp in c.assignment()}, c.close)
+
+        a, b = static_member("a"), static_member("b")
+        members = [a, b]
+        for m in members:
+            m.start()
+        try:
+            _wait(lambda: _group(broker, "static") is not None
+                  and _group(broker, "static").state == "Stable"
+                  and len(a.assignment() | b.assignment()) == 4 and a.assignment()
+                  and b.assignment(), what="a stable group of two static members")
+            generation = _group(broker, "static").generation
+            owned_a = a.assignment()
+            a.stop_flag.set()
+            a.join(30)       # closing a static member sends no LeaveGroup: its place is kept
+            a2 = static_member("a")
+            a2.start()
+            members.append(a2)
+            _wait(lambda: a2.assignment() == owned_a, what="the restarted member's partitions")
+            assert _group(broker, "static").generation == generation, "no rebalance happened"
+            assert b.assignment() == {0, 1, 2, 3} - owned_a
+        finally:
+            for m in members:
+                m.stop_flag.set()
+            for m in members:
+                m.join(30)
+
+
+KILLED_MEMBER = """
+import sys, time, confluent_kafka as ck
+c = ck.Consumer({"bootstrap.servers": sys.argv[1], "group.id": "killed",
+                 "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                 "auto.offset.reset": "earliest"})
+c.subscribe(["k"])
+while True:
+    c.poll(0.1)
+    if c.assignment():
+        print("assigned", flush=True)
+"""
+
+
+def test_a_killed_member_is_expired_and_its_partitions_move(tmp_path):
+    import subprocess
+    import sys
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        broker.create_topic("k", 4)
+        bs = broker.bootstrap_servers
+        proc = subprocess.Popen([sys.executable, "-c", KILLED_MEMBER, bs],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        survivor = confluent_member(bs, "killed", "k")
+        survivor.start()
+        try:
+            _wait(lambda: _group(broker, "killed") is not None
+                  and len(_group(broker, "killed").members) == 2
+                  and _group(broker, "killed").state == "Stable"
+                  and 0 < len(survivor.assignment()) < 4, timeout=60, what="two members")
+            proc.kill()
+            proc.wait(10)
+            # the session timeout (6 s) expires the dead member; the survivor takes over
+            _wait(lambda: survivor.assignment() == {0, 1, 2, 3}, timeout=30,
+                  what="the survivor owning every partition")
+            assert len(_group(broker, "killed").members) == 1
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            survivor.stop_flag.set()
+            survivor.join(30)
