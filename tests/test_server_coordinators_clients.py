@@ -488,3 +488,44 @@ def test_a_killed_member_is_expired_and_its_partitions_move(tmp_path):
                 proc.kill()
             survivor.stop_flag.set()
             survivor.join(30)
+
+
+def test_aiokafka_transactions_and_committed_offsets(tmp_path):
+    aiokafka = pytest.importorskip("aiokafka")
+    from aiokafka.structs import TopicPartition as ATP
+
+    logs = str(tmp_path / "logs")
+    with running_broker(logs, config=CONFIG) as broker:
+        broker.create_topic("atx", 1)
+        bs = broker.bootstrap_servers
+
+        async def write():
+            p = aiokafka.AIOKafkaProducer(bootstrap_servers=bs, transactional_id="aio-tx")
+            await p.start()
+            try:
+                async with p.transaction():
+                    for i in range(3):
+                        await p.send("atx", f"kept{i}".encode(), partition=0)
+                await p.begin_transaction()
+                await (await p.send("atx", b"dropped", partition=0))
+                await p.abort_transaction()
+                async with p.transaction():
+                    await p.send("atx", b"kept3", partition=0)
+                    await p.send_offsets_to_transaction({ATP("atx", 0): 2}, "aio-group")
+            finally:
+                await p.stop()
+        asyncio.run(write())
+        c = confluent_consumer(bs, "aio-reader", **{"isolation.level": "read_committed"})
+        c.subscribe(["atx"])
+        assert [v for _, _, v in drain(c, 4)] == [b"kept0", b"kept1", b"kept2", b"kept3"]
+        c.close()
+    with running_broker(logs, config=CONFIG) as broker:
+        async def committed():
+            cons = aiokafka.AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+                                             group_id="aio-group", enable_auto_commit=False)
+            await cons.start()
+            try:
+                return await cons.committed(ATP("atx", 0))
+            finally:
+                await cons.stop()
+        assert asyncio.run(committed()) == 2
