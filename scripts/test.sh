@@ -6,7 +6,8 @@
 #
 # Needs Python >= 3.9 with venv, a C compiler, and access to the package index.
 # On Debian/Ubuntu, what else the tests need (a JDK for the Java interop tests,
-# Chromium for the documentation check) is installed with apt-get when missing.
+# Chromium for the documentation check, kcat for the broker tests) is installed with apt-get
+# when missing.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3}
@@ -31,6 +32,7 @@ missing=()
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
   || command -v google-chrome >/dev/null 2>&1 || missing+=(chromium)
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     step "installing ${missing[*]} with apt-get"

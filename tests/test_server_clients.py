@@ -162,3 +162,25 @@ def test_long_poll_woken_by_append(kafka_broker):
     c.close()
     assert m is not None and m.value() == b"wake"
     assert took < 2.0                             # woken by the append, not by max_wait_ms
+
+
+def test_kcat_produces_and_consumes(kafka_broker, tmp_path):
+    import shutil
+    import subprocess
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (apt-get install kcat)")
+    bs = kafka_broker.bootstrap_servers
+    kafka_broker.create_topic("kc", 1)
+    lines = [f"key{i}:value {i}" for i in range(200)]
+    for codec in CODECS:
+        p = subprocess.run([kcat, "-b", bs, "-P", "-t", "kc", "-p", "0", "-K:", "-z", codec],
+                           input="\n".join(lines[:40]).encode() + b"\n", capture_output=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+    p = subprocess.run([kcat, "-b", bs, "-C", "-t", "kc", "-p", "0", "-o", "beginning", "-e",
+                        "-f", "%o %k %s\\n"], capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    got = p.stdout.decode().splitlines()
+    want = [f"{i} key{i % 40} value {i % 40}" for i in range(200)]
+    assert got == want

@@ -225,13 +225,21 @@ class Broker:
                 log.exception("a stop hook failed")
 
     async def _flush_scheduler(self) -> None:
+        """The flush policy's time check, and the checkpoints every
+        ``log.flush.offset.checkpoint.interval.ms``, as Kafka's log manager schedules them."""
         interval = max(self.config.int("log.flush.scheduler.interval.ms"), 10) / 1000.0
+        every = max(self.config.int("log.flush.offset.checkpoint.interval.ms"), 10) / 1000.0
+        loop = asyncio.get_running_loop()
+        next_checkpoint = loop.time() + every
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(min(interval, every))
             try:
                 self.partitions.maybe_flush()
+                if loop.time() >= next_checkpoint:
+                    next_checkpoint = loop.time() + every
+                    self.partitions.write_checkpoints()
             except Exception:
-                log.exception("scheduled flush failed")
+                log.exception("scheduled flush or checkpoint failed")
 
     def stop(self) -> None:
         """Answer requests in progress, close connections, flush and close every log, write

@@ -82,6 +82,7 @@ _BROKER_DEFAULTS: Dict[str, str] = {
     "offsets.topic.num.partitions": "50",
     "transaction.state.log.num.partitions": "50",
     "log.flush.scheduler.interval.ms": "1000",
+    "log.flush.offset.checkpoint.interval.ms": "60000",
     "broker.rack": "",
 }
 

@@ -226,13 +226,17 @@ class NetworkServer:
     async def _write(self, conn: _Connection, parts: List[Part]) -> None:
         writer = conn.writer
         loop = asyncio.get_running_loop()
+        pending: List[bytes] = []      # bytes parts gathered into one write (one syscall)
         for part in parts:
             if isinstance(part, (bytes, bytearray)):
-                writer.write(part)
-                continue
-            if conn.plaintext and part.size >= _SENDFILE_MIN:
+                pending.append(part)
+            elif conn.plaintext and part.size >= _SENDFILE_MIN:
+                writer.write(b"".join(pending))
+                pending = []
                 await writer.drain()
                 await loop.sendfile(writer.transport, part.file, part.offset, part.size)
             else:
-                writer.write(part.read())
+                pending.append(part.read())
+        if pending:
+            writer.write(pending[0] if len(pending) == 1 else b"".join(pending))
         await writer.drain()
