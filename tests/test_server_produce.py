@@ -195,3 +195,35 @@ def test_read_committed_stops_at_open_transaction_and_lists_aborts(kafka_broker)
 
 def _batches(records):
     return list(iter_batches(bytes(records))) if records else []
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 13, 17])
+def test_fetch_every_version_small_and_sendfile_sized(kafka_broker, version):
+    b = kafka_broker
+    b.create_topic("fv", 2)
+    c = Conn(b)
+    small = _batch(3)
+    big = BatchBuilder(2, "none")
+    for i in range(40):
+        big.append(os.urandom(1000), timestamp=1_700_000_000_000 + i)
+    big = big.build()
+    assert c.produce("fv", small, partition=0).error_code == 0
+    assert c.produce("fv", big, partition=1).error_code == 0
+    tid = b.partitions.topics["fv"].topic_id
+    r = c.call(FetchRequest(max_wait_ms=0, min_bytes=1, isolation_level=0, session_id=0,
+                            session_epoch=-1, topics=[dict(
+                                topic="fv", topic_id=tid,
+                                partitions=[dict(partition=p, fetch_offset=0,
+                                                 partition_max_bytes=1 << 20)
+                                            for p in (0, 1)])]), version)
+    parts = {p.partition_index: p for p in r.responses[0].partitions}
+    got0, got1 = _batches(parts[0].records), _batches(parts[1].records)
+    assert [x.last_offset for x in got0] == [2] and [x.last_offset for x in got1] == [39]
+    assert bytes(parts[1].records)[12:] == big[12:]            # the batch as produced
+    assert parts[0].high_watermark == 3 and parts[1].high_watermark == 40
+    r = c.call(FetchRequest(max_wait_ms=0, min_bytes=1, isolation_level=0, session_id=0,
+                            session_epoch=-1, topics=[dict(
+                                topic="fv", topic_id=tid,
+                                partitions=[dict(partition=0, fetch_offset=99,
+                                                 partition_max_bytes=1 << 20)])]), version)
+    assert r.responses[0].partitions[0].error_code == 1      # OFFSET_OUT_OF_RANGE

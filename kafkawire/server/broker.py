@@ -89,6 +89,9 @@ class Broker:
         #: (before they are closed): coordinators register their load/unload here.
         self.on_start: List[Callable[["Broker"], Awaitable[None]]] = []
         self.on_stop: List[Callable[["Broker"], Awaitable[None]]] = []
+        #: The coordinators, set by their modules' ``register(broker)`` (see kafkawire.server).
+        self.group_coordinator: Any = None
+        self.txn_coordinator: Any = None
         register_all(self)
 
     # -- identity -------------------------------------------------------------

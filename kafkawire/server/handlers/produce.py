@@ -19,6 +19,7 @@ from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.protocol import ApiKey, ProduceResponse
 from kafkawire.records import iter_batches
 from kafkawire.server.codes import (CORRUPT_MESSAGE, INVALID_RECORD, INVALID_REQUIRED_ACKS,
+                                    INVALID_TOPIC_EXCEPTION,
                                     INVALID_TIMESTAMP, KAFKA_STORAGE_ERROR, MESSAGE_TOO_LARGE, NONE,
                                     TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION)
 from kafkawire.server.dispatch import RequestContext
@@ -95,7 +96,7 @@ async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optiona
     T = ProduceResponse.TopicProduceResponse
     P = T.PartitionProduceResponse
     now = int(time.time() * 1000)
-    txn = getattr(broker, "txn_coordinator", None)
+    txn = broker.txn_coordinator
     topics: List[Any] = []
     appended = False
     for td in req.topic_data:
@@ -115,8 +116,8 @@ async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optiona
                     raise ProduceError(TOPIC_AUTHORIZATION_FAILED,
                                        "this broker serves its log dirs read-only")
                 if part.topic.internal:
-                    raise ProduceError(TOPIC_AUTHORIZATION_FAILED,
-                                       f"clients may not write to {td.name}")
+                    raise ProduceError(INVALID_TOPIC_EXCEPTION,
+                                       f"Cannot append to internal topic {td.name}")
                 if pd.records is None:
                     raise ProduceError(CORRUPT_MESSAGE, "no records")
                 data, append_time, row = check_batches(part, bytes(pd.records), now)
