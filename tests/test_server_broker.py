@@ -150,7 +150,7 @@ def test_confluent_kafka_roundtrip(kafka_broker):
     admin = AdminClient({"bootstrap.servers": bs})
     admin.create_topics([NewTopic("rt", 3, 1)])["rt"].result(10)
     delivered = []
-    p = ck.Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": False,
+    p = ck.Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True,
                      "linger.ms": 5})
     for i in range(300):
         p.produce("rt", key=b"k%d" % i, value=b"v%d" % i, partition=i % 3,
