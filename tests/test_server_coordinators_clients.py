@@ -529,3 +529,39 @@ def test_aiokafka_transactions_and_committed_offsets(tmp_path):
             finally:
                 await cons.stop()
         assert asyncio.run(committed()) == 2
+
+
+def test_kafka_python_transactions(tmp_path):
+    kp = pytest.importorskip("kafka")
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        broker.create_topic("kt", 1)
+        bs = broker.bootstrap_servers
+        p = kp.KafkaProducer(bootstrap_servers=bs, transactional_id="kp-tx")
+        p.init_transactions()
+        p.begin_transaction()
+        p.send("kt", b"k0", partition=0)
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send("kt", b"dropped", partition=0)
+        p.flush()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send("kt", b"k1", partition=0)
+        p.send_offsets_to_transaction({kp.TopicPartition("kt", 0): kp.OffsetAndMetadata(3, "", -1)},
+                                      "kp-group")
+        p.commit_transaction()
+        p.close()
+        c = kp.KafkaConsumer(bootstrap_servers=bs, isolation_level="read_committed",
+                             auto_offset_reset="earliest", group_id="kp-reader")
+        assert "kt" in c.topics()   # metadata first: the leader then assigns at once
+        c.subscribe(["kt"])
+        got = []
+        deadline = time.time() + 40
+        while len(got) < 2 and time.time() < deadline:
+            for _tp, msgs in c.poll(timeout_ms=200).items():
+                got.extend(m.value for m in msgs)
+        c.close()
+        assert got == [b"k0", b"k1"]
+        check = confluent_consumer(bs, "kp-group")
+        assert check.committed([ck.TopicPartition("kt", 0)], timeout=10)[0].offset == 3
+        check.close()
