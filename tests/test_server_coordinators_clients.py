@@ -565,3 +565,26 @@ def test_kafka_python_transactions(tmp_path):
         check = confluent_consumer(bs, "kp-group")
         assert check.committed([ck.TopicPartition("kt", 0)], timeout=10)[0].offset == 3
         check.close()
+
+
+def test_kafka_java_clients_group_and_transactions(tmp_path, java_runner):
+    with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
+        broker.create_topic("jt", 2)
+        bs = broker.bootstrap_servers
+        out = java_runner.run("GroupClients", "txn", bs, "jt", "java-tx", "java-offsets",
+                              timeout=120).stdout.decode()
+        assert out.split()[-1] == "done"
+        # the Java consumer (read_committed, in a group) sees the committed records only
+        out = java_runner.run("GroupClients", "consume", bs, "jt", "java-group", "6",
+                              timeout=120).stdout.decode().splitlines()
+        values = [line.split()[3] for line in out if line.startswith("record ")]
+        assert values == [f"c{i}" for i in range(6)]
+        committed = {line.split()[1]: int(line.split()[2]) for line in out
+                     if line.startswith("committed ")}
+        assert committed["0"] == 14  # 6 committed records, 5 aborted, 3 markers
+        check = confluent_consumer(bs, "java-group")
+        assert check.committed([ck.TopicPartition("jt", 0)], timeout=10)[0].offset == 14
+        check.close()
+        sent = confluent_consumer(bs, "java-offsets")
+        assert sent.committed([ck.TopicPartition("jt", 0)], timeout=10)[0].offset == 5
+        sent.close()
