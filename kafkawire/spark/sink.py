@@ -19,6 +19,7 @@ leaves nothing in the partition folders.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import uuid
@@ -27,6 +28,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from kafkawire._deps import require
 from kafkawire._format import CODEC_NAMES
+from kafkawire.errors import LogError
 from kafkawire.log import Log, LogWriter
 from kafkawire.records import BatchBuilder
 from kafkawire.spark.options import OptionError, bool_option, int_option, log, size_option
@@ -47,6 +49,7 @@ WRITE_OPTIONS = {
     "batchsize": "bytes of keys and values per record batch, at most (default 1m)",
     "segmentbytes": "segment.bytes: roll segments at this size (default 1g)",
     "indexintervalbytes": "index.interval.bytes: bytes between index entries (default 4096)",
+    "checkpointlocation": "writeStream: Spark's checkpoint folder (used by Spark itself)",
 }
 
 
@@ -153,6 +156,61 @@ def _bytes(v) -> Optional[bytes]:
     return bytes(v)
 
 
+def _task_ids() -> Tuple[int, int]:
+    """(partition id, attempt number) of the running Spark task ((0, 0) outside one)."""
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    return (ctx.partitionId(), ctx.attemptNumber()) if ctx else (0, 0)
+
+
+def stage(wo: WriteOptions, iterator, folder: str, pid: int) -> Dict[Tuple[str, int], int]:
+    """Write a task's rows into partition folders under ``folder`` (replaced if present);
+    records per topic-partition.  On any error the folder is removed and the error raised."""
+    if os.path.exists(folder):
+        shutil.rmtree(folder)
+    parts: Dict[Tuple[str, int], _Partition] = {}
+    rotation = itertools.count(pid)
+    try:
+        for rb in iterator:
+            cols = rb.to_pydict()
+            n = rb.num_rows
+            values = cols["value"]
+            keys = cols.get("key", [None] * n)
+            topics = cols.get("topic", [None] * n)
+            partitions = cols.get("partition", [None] * n)
+            stamps = cols.get("timestamp", [None] * n)
+            headers = cols.get("headers", [None] * n)
+            for i in range(n):
+                topic = topics[i] or wo.topic
+                if topic is None:
+                    raise OptionError(f"row {i} of task {pid} has a null topic and no topic option is set")
+                key = _bytes(keys[i])
+                p = partitions[i]
+                if p is None:
+                    # cheap: only rows without a partition load the client package
+                    from kafkawire.client.partitioner import partition_for_key
+                    p = (partition_for_key(key, wo.partitions) if key is not None
+                         else next(rotation) % wo.partitions)
+                elif p < 0:
+                    raise OptionError(f"partition {p} of a row for topic {topic} is negative")
+                tp = (str(topic), int(p))
+                part = parts.get(tp)
+                if part is None:
+                    part = parts[tp] = _Partition(os.path.join(folder, f"{tp[0]}-{tp[1]}"), wo)
+                ts = stamps[i]
+                ms = None if ts is None else int(ts.timestamp() * 1000)
+                hs = [(h["key"], _bytes(h["value"])) for h in headers[i]] if headers[i] else ()
+                part.add(key, _bytes(values[i]), ms, hs)
+    except BaseException:
+        for part in parts.values():
+            part.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    for part in parts.values():
+        part.close()
+    return {tp: p.records for tp, p in parts.items()}
+
+
 class KafkaWireWriter(DataSourceArrowWriter):
     """Stages each task's rows as partition folders; the job commit appends them in task order."""
 
@@ -169,57 +227,13 @@ class KafkaWireWriter(DataSourceArrowWriter):
             pass
 
     def write(self, iterator) -> StagedTask:
-        from pyspark import TaskContext
-        ctx = TaskContext.get()
-        pid, attempt = (ctx.partitionId(), ctx.attemptNumber()) if ctx else (0, 0)
+        pid, attempt = _task_ids()
         folder = os.path.join(self.staging, f"{pid:05d}-{attempt}")
-        if os.path.exists(folder):
-            shutil.rmtree(folder)
-        parts: Dict[Tuple[str, int], _Partition] = {}
-        rotation = itertools.count(pid)
-        wo = self.wo
-        try:
-            for rb in iterator:
-                cols = rb.to_pydict()
-                n = rb.num_rows
-                values = cols["value"]
-                keys = cols.get("key", [None] * n)
-                topics = cols.get("topic", [None] * n)
-                partitions = cols.get("partition", [None] * n)
-                stamps = cols.get("timestamp", [None] * n)
-                headers = cols.get("headers", [None] * n)
-                for i in range(n):
-                    topic = topics[i] or wo.topic
-                    if topic is None:
-                        raise OptionError(f"row {i} of task {pid} has a null topic and no topic option is set")
-                    key = _bytes(keys[i])
-                    p = partitions[i]
-                    if p is None:
-                        # cheap: only rows without a partition load the client package
-                        from kafkawire.client.partitioner import partition_for_key
-                        p = (partition_for_key(key, wo.partitions) if key is not None
-                             else next(rotation) % wo.partitions)
-                    elif p < 0:
-                        raise OptionError(f"partition {p} of a row for topic {topic} is negative")
-                    tp = (str(topic), int(p))
-                    part = parts.get(tp)
-                    if part is None:
-                        part = parts[tp] = _Partition(os.path.join(folder, f"{tp[0]}-{tp[1]}"), wo)
-                    ts = stamps[i]
-                    ms = None if ts is None else int(ts.timestamp() * 1000)
-                    hs = [(h["key"], _bytes(h["value"])) for h in headers[i]] if headers[i] else ()
-                    part.add(key, _bytes(values[i]), ms, hs)
-        except BaseException:
-            for part in parts.values():
-                part.close()
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        for part in parts.values():
-            part.close()
+        records = stage(self.wo, iterator, folder, pid)
         if not os.path.exists(self.marker):       # the job was aborted while this task ran
             self._clean()
             raise OptionError(f"the write job {self.job} was aborted; task {pid} staged nothing")
-        return StagedTask(pid, folder, {tp: p.records for tp, p in parts.items()})
+        return StagedTask(pid, folder, records)
 
     def commit(self, messages: List[Optional[StagedTask]]) -> None:
         staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
@@ -251,12 +265,131 @@ class KafkaWireWriter(DataSourceArrowWriter):
             pass
 
 
-def _append_folder(w: LogWriter, folder: str, chunk: int = 8 << 20) -> None:
-    """Append every batch of a staged partition folder, re-based onto ``w``'s next offsets."""
+#: Folder (under the output path) recording the micro-batches a streaming query committed.
+METADATA = "_kafkawire_metadata"
+DataSourceStreamArrowWriter = _ds.DataSourceStreamArrowWriter
+
+
+class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream``: each micro-batch is staged as the batch sink stages a job, then appended
+    exactly once.
+
+    The output folder's ``_kafkawire_metadata/`` holds one file per committed
+    micro-batch id (as Spark's file sink keeps ``_spark_metadata``): a batch
+    that Spark replays after a failure (its checkpoint had not recorded the
+    commit) is found there and not written again.  Before appending, the commit
+    writes ``<id>.pending`` naming the staged folders and each partition's log
+    end offset; a commit that stopped half-way is finished from that record on
+    the next attempt, appending only the batches the log does not hold yet.
+    """
+
+    def __init__(self, wo: WriteOptions) -> None:
+        self.wo = wo
+        self.staging = os.path.join(wo.path, TEMPORARY, "stream")
+        self.metadata = os.path.join(wo.path, METADATA)
+
+    def write(self, iterator) -> StagedTask:
+        pid, attempt = _task_ids()
+        folder = os.path.join(self.staging, f"{pid:05d}-{attempt}-{uuid.uuid4().hex}")
+        return StagedTask(pid, folder, stage(self.wo, iterator, folder, pid))
+
+    def commit(self, messages: List[Optional[StagedTask]], batchId: int) -> None:  # noqa: N803
+        staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
+        done = os.path.join(self.metadata, str(int(batchId)))
+        pending = done + ".pending"
+        if os.path.exists(done):
+            log.info("micro-batch %d was committed to %s before (replayed after a restart); "
+                     "not written again", batchId, self.wo.path)
+            _remove([m.folder for m in staged])
+            return
+        if os.path.exists(pending):
+            # a commit of this batch stopped half-way: finish it with what it staged
+            with open(pending) as f:
+                plan = json.load(f)
+            _remove([m.folder for m in staged])
+        else:
+            tps = sorted({tp for m in staged for tp in m.records})
+            plan = {"batch": int(batchId), "folders": [m.folder for m in staged],
+                    "start": {f"{t}-{p}": _log_end(self._target((t, p))) for t, p in tps}}
+            os.makedirs(self.metadata, exist_ok=True)
+            _write_json(pending, plan)
+        ends = {}
+        for name, start in sorted(plan["start"].items()):
+            with LogWriter(os.path.join(self.wo.path, name), segment_bytes=self.wo.segment_bytes,
+                           index_interval_bytes=self.wo.index_interval_bytes) as w:
+                skip = w.next_offset - start
+                if skip < 0:
+                    raise LogError(f"{w.path} ends at offset {w.next_offset}, before {start} where "
+                                   f"micro-batch {batchId} began appending; it was truncated meanwhile")
+                for folder in plan["folders"]:
+                    if os.path.isdir(os.path.join(folder, name)):
+                        skip = _append_folder(w, os.path.join(folder, name), skip=skip)
+                ends[name] = [start, w.next_offset]
+        _write_json(done, {"batch": int(batchId), "offsets": ends})
+        os.remove(pending)
+        # this batch's folders, and any a failed attempt of a task or a batch left behind
+        # (a query commits one micro-batch at a time, so nothing else is staging now)
+        _remove(plan["folders"] + [os.path.join(self.staging, n) for n in _listdir(self.staging)])
+        log.info("kafkawire committed micro-batch %d: %d records to %d partition folders under %s",
+                 batchId, sum(e - s for s, e in ends.values()), len(ends), self.wo.path)
+
+    def abort(self, messages: List[Optional[StagedTask]], batchId: int) -> None:  # noqa: N803
+        _remove([m.folder for m in messages if m is not None])
+
+    def _target(self, tp: Tuple[str, int]) -> str:
+        return os.path.join(self.wo.path, f"{tp[0]}-{tp[1]}")
+
+
+def _log_end(folder: str) -> int:
+    """The next offset of the partition folder (0 when it does not exist yet)."""
+    if not os.path.isdir(folder):
+        return 0
+    with Log.open(folder) as existing:
+        return int(existing.next_offset)
+
+
+def _write_json(path: str, data: dict) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it, synced)."""
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _listdir(folder: str) -> List[str]:
+    try:
+        return os.listdir(folder)
+    except FileNotFoundError:
+        return []
+
+
+def _remove(folders: List[str]) -> None:
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _append_folder(w: LogWriter, folder: str, chunk: int = 8 << 20, skip: int = 0) -> int:
+    """Append every batch of a staged partition folder, re-based onto ``w``'s next offsets,
+    leaving out batches holding the first ``skip`` offsets (appended before); returns how
+    many of those remain to skip."""
     with Log.open(folder) as staged:
         pending: List[bytes] = []
         size = 0
         for batch in staged.batches():
+            count = batch.last_offset - batch.base_offset + 1
+            if skip:
+                if count > skip:
+                    raise LogError(f"{w.path}: the log ends inside a staged batch of {folder}; "
+                                   "it was changed by something else than this sink")
+                skip -= count
+                continue
             pending.append(bytes(batch.raw))
             size += batch.size
             if size >= chunk:
@@ -264,4 +397,4 @@ def _append_folder(w: LogWriter, folder: str, chunk: int = 8 << 20) -> None:
                 pending, size = [], 0
         if pending:
             w.append_batches(pending)
-
+    return skip

@@ -12,7 +12,7 @@ from kafkawire._deps import require
 DataSource = require("pyspark.sql.datasource", "spark", "The Spark data source").DataSource
 
 from kafkawire.errors import KafkaWireError
-from kafkawire.spark.options import ReadOptions, parse_options
+from kafkawire.spark.options import OptionError, ReadOptions, parse_options
 from kafkawire.spark.schema import spark_ddl
 
 
@@ -61,6 +61,18 @@ class KafkaWireDataSource(DataSource):
         except KafkaWireError as exc:
             raise exc.with_traceback(None) from None
         return KafkaWireWriter(wo, overwrite)
+
+    def streamWriter(self, schema, overwrite: bool):  # noqa: N802 (Spark's name)
+        from kafkawire.spark.sink import KafkaWireStreamWriter, check_schema, parse_write_options
+        try:
+            wo = parse_write_options(self.options)
+            check_schema(schema, wo)
+            if overwrite:
+                raise OptionError("writeStream to format 'kafkawire' appends: use outputMode('append') "
+                                  "(a log is never rewritten by a streaming query)")
+        except KafkaWireError as exc:
+            raise exc.with_traceback(None) from None
+        return KafkaWireStreamWriter(wo)
 
     def streamReader(self, schema):  # noqa: N802 (Spark's name)
         from kafkawire.spark.stream import KafkaWireStreamReader  # cheap: see check_files
