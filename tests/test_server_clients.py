@@ -184,3 +184,30 @@ def test_kcat_produces_and_consumes(kafka_broker, tmp_path):
     got = p.stdout.decode().splitlines()
     want = [f"{i} key{i % 40} value {i % 40}" for i in range(200)]
     assert got == want
+
+
+def test_kafkawire_consumer_with_fetch_sessions(kafka_broker):
+    import kafkawire
+    ck = pytest.importorskip("confluent_kafka")
+    kafka_broker.create_topic("sess", 3)
+    p = ck.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers, "linger.ms": 2})
+    for i in range(600):
+        p.produce("sess", value=b"%d" % i, partition=i % 3)
+        if i == 300:
+            p.flush(10)
+    assert p.flush(10) == 0
+    c = kafkawire.Consumer(kafka_broker.bootstrap_servers, auto_offset_reset="earliest")
+    c.assign([("sess", q) for q in range(3)])
+    got = []
+    deadline = time.time() + 30
+    while len(got) < 600 and time.time() < deadline:
+        got += [r.value for r in c.poll(timeout_ms=200)]
+    for i in range(600, 660):                     # more while the session is open
+        p.produce("sess", value=b"%d" % i, partition=i % 3)
+    p.flush(10)
+    while len(got) < 660 and time.time() < deadline:
+        got += [r.value for r in c.poll(timeout_ms=200)]
+    assert len(kafka_broker.fetch_sessions.sessions) == 1    # the consumer fetches in a session
+    c.close()
+    assert sorted(int(v) for v in got) == list(range(660))
+    assert not kafka_broker.fetch_sessions.sessions          # closed with the consumer

@@ -227,3 +227,36 @@ def test_fetch_every_version_small_and_sendfile_sized(kafka_broker, version):
                                 partitions=[dict(partition=0, fetch_offset=99,
                                                  partition_max_bytes=1 << 20)])]), version)
     assert r.responses[0].partitions[0].error_code == 1      # OFFSET_OUT_OF_RANGE
+
+
+def test_fetch_sessions(kafka_broker):
+    b = kafka_broker
+    b.create_topic("fs", 2)
+    c = Conn(b)
+    assert c.produce("fs", _batch(3), partition=0).error_code == 0
+
+    def fetch(sid, epoch, parts=(), forget=()):
+        return c.call(FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=0, session_id=sid,
+                                   session_epoch=epoch, topics=[dict(topic="fs", partitions=[
+                                       dict(partition=p, fetch_offset=o, partition_max_bytes=1 << 20)
+                                       for p, o in parts])] if parts else [],
+                                   forgotten_topics_data=[dict(topic="fs", partitions=list(forget))]
+                                   if forget else []), 11)
+
+    def seen(resp):
+        return sorted((p.partition_index, len(_batches(p.records)))
+                      for t in resp.responses for p in t.partitions)
+    full = fetch(0, 0, [(0, 0), (1, 0)])
+    sid = full.session_id
+    assert sid > 0 and seen(full) == [(0, 1), (1, 0)]
+    assert seen(fetch(sid, 1, [(0, 3)])) == []                  # nothing new: nothing sent
+    assert c.produce("fs", _batch(2), partition=1).error_code == 0
+    assert seen(fetch(sid, 2)) == [(1, 1)]                       # partition 1 has records
+    assert seen(fetch(sid, 3, [(1, 2)])) == []
+    assert fetch(sid, 3).error_code == 71                        # INVALID_FETCH_SESSION_EPOCH
+    assert fetch(sid + 1, 1).error_code == 70                    # FETCH_SESSION_ID_NOT_FOUND
+    assert c.produce("fs", _batch(2), partition=0).error_code == 0
+    assert seen(fetch(sid, 4, forget=[0])) == []                 # forgotten: not sent
+    closed = fetch(sid, -1, [(0, 0)])
+    assert closed.session_id == 0 and seen(closed) == [(0, 2)]
+    assert fetch(sid, 5).error_code == 70

@@ -27,6 +27,7 @@ from kafkawire.log.lock import LogDirLock
 from kafkawire.server.config import BrokerConfig
 from kafkawire.server.dispatch import Dispatcher
 from kafkawire.server.handlers import register_all
+from kafkawire.server.handlers.fetch import FetchSessionCache
 from kafkawire.server.network import NetworkServer
 from kafkawire.server.partitions import PartitionManager
 
@@ -92,6 +93,8 @@ class Broker:
         #: The coordinators, set by their modules' ``register(broker)`` (see kafkawire.server).
         self.group_coordinator: Any = None
         self.txn_coordinator: Any = None
+        self.fetch_sessions = FetchSessionCache(
+            self.config.int("max.incremental.fetch.session.cache.slots"))
         register_all(self)
 
     # -- identity -------------------------------------------------------------

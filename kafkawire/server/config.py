@@ -83,6 +83,7 @@ _BROKER_DEFAULTS: Dict[str, str] = {
     "transaction.state.log.num.partitions": "50",
     "log.flush.scheduler.interval.ms": "1000",
     "log.flush.offset.checkpoint.interval.ms": "60000",
+    "max.incremental.fetch.session.cache.slots": "1000",
     "broker.rack": "",
 }
 
