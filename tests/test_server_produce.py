@@ -149,6 +149,7 @@ def test_snapshot_at_roll_and_rebuild_from_log(tmp_path):
 def test_read_committed_stops_at_open_transaction_and_lists_aborts(kafka_broker):
     ck = pytest.importorskip("confluent_kafka")
     b = kafka_broker
+    b.txn_coordinator = None      # the partitions' side alone: no coordinator's bookkeeping
     b.create_topic("txn", 1)
     c = Conn(b)
 
