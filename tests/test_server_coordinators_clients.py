@@ -292,6 +292,17 @@ def test_transactions_committed_visible_aborted_invisible(tmp_path):
         p2.commit_transaction(30)
         state = broker.call(lambda: broker.txn_coordinator.txns["tx-1"])
         assert state.state == 4  # CompleteCommit
+        logs = broker.log_dirs[0]
+    # the aborted transaction is in the partitions' .txnindex; the state log reads as Kafka's
+    assert any(os.path.getsize(f) > 0 for f in glob.glob(os.path.join(logs, "tx-*", "*.txnindex")))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        for seg in glob.glob(os.path.join(logs, "__transaction_state-*", "*.log")):
+            assert cli_main(["dump", "--transaction-log-decoder", "--no-progress",
+                             "--files", seg]) == 0
+    lines = [line for line in out.getvalue().splitlines() if '"transactionalId":"tx-1"' in line]
+    assert lines and not any("Error at offset" in line for line in out.getvalue().splitlines())
+    assert '"transactionStatus":4' in lines[-1]
 
 
 def test_send_offsets_to_transaction(tmp_path):
