@@ -426,3 +426,35 @@ def test_a_stopping_broker_answers_waiting_joins():
         await coord.poll()
         assert (await task).error_code == G.COORDINATOR_NOT_AVAILABLE
     asyncio.run(main())
+
+
+def test_offsets_of_empty_groups_expire_after_retention():
+    async def main():
+        storage = MemoryLog()
+        wall = [1_000_000]
+        coord = G.GroupCoordinator(storage, G.GroupConfig(offsets_topic_partitions=4,
+                                                          offsets_retention_ms=1000),
+                                   clock=Clock(), wall_clock=lambda: wall[0])
+        coord.load()
+        await coord.offset_commit(commit_req(-1, "", {("t", 0): 1}, group="old"), 8)
+        wall[0] += 500
+        await coord.offset_commit(commit_req(-1, "", {("t", 1): 2}, group="old"), 8)
+        await coord.expire_offsets(wall[0] + 600)
+        assert await fetch(coord, group="old") == {("t", 1): (2, 0)}, "only the older one expired"
+        await coord.expire_offsets(wall[0] + 1000)
+        assert "old" not in coord.groups
+        again = G.GroupCoordinator(storage, G.GroupConfig(offsets_topic_partitions=4))
+        again.load()
+        assert "old" not in again.groups
+    asyncio.run(main())
+
+
+def test_offsets_of_a_group_with_members_do_not_expire():
+    async def main():
+        coord, clock = make()
+        joins = await complete_first_rebalance(coord, clock)
+        await sync_all(coord, joins)
+        await coord.offset_commit(commit_req(1, joins[0].member_id, {("t", 0): 3}), 8)
+        await coord.expire_offsets(10 ** 13)
+        assert await fetch(coord) == {("t", 0): (3, 0)}
+    asyncio.run(main())

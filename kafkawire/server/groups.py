@@ -93,6 +93,8 @@ class GroupConfig:
     max_size: int = 2 ** 31 - 1                   # group.max.size
     offset_metadata_max_bytes: int = 4096         # offset.metadata.max.bytes
     offsets_segment_bytes: int = 100 * 1024 * 1024  # offsets.topic.segment.bytes
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes (in ms)
+    retention_check_interval_ms: int = 600000     # offsets.retention.check.interval.ms
 
     @classmethod
     def from_properties(cls, props: Dict[str, str]) -> "GroupConfig":
@@ -104,7 +106,12 @@ class GroupConfig:
                  "group.max.size": "max_size",
                  "offset.metadata.max.bytes": "offset_metadata_max_bytes",
                  "offsets.topic.segment.bytes": "offsets_segment_bytes"}
-        return cls(**{attr: int(props[k]) for k, attr in names.items() if k in props})
+        values = {attr: int(props[k]) for k, attr in names.items() if k in props}
+        if "offsets.retention.minutes" in props:
+            values["offsets_retention_ms"] = int(props["offsets.retention.minutes"]) * 60000
+        if "offsets.retention.check.interval.ms" in props:
+            values["retention_check_interval_ms"] = int(props["offsets.retention.check.interval.ms"])
+        return cls(**values)
 
 
 @dataclass
@@ -210,6 +217,7 @@ class GroupCoordinator(InternalTopicOwner):
         self.wall_clock = wall_clock or _now_wall_ms
         self.topic_partitions = topic_partitions
         self.groups: Dict[str, Group] = {}
+        self._next_retention_check = 0
         #: Set by the broker: true once it is stopping.
         self.is_stopping: Callable[[], bool] = lambda: False
 
@@ -326,6 +334,42 @@ class GroupCoordinator(InternalTopicOwner):
                     await self._remove_member(g, m, "session timeout")
             if g.state == PREPARING_REBALANCE:
                 await self._maybe_complete_join(g)
+        wall = self.wall_clock()
+        if wall >= self._next_retention_check:
+            self._next_retention_check = wall + self.config.retention_check_interval_ms
+            await self.expire_offsets(wall)
+
+    async def expire_offsets(self, now: int) -> None:
+        """Kafka's offset retention: the offsets of a group without members expire
+        ``offsets.retention.minutes`` after the group emptied (or, for a group that never
+        had members, after each commit); a group left with nothing is deleted."""
+        retention = self.config.offsets_retention_ms
+        for g in list(self.groups.values()):
+            if g.state != EMPTY or g.pending_txn or g.pending_members:
+                continue
+            emptied = g.state_timestamp if g.protocol_type and g.state_timestamp >= 0 else None
+            gone = [tp for tp, e in g.offsets.items()
+                    if now - (emptied if emptied is not None else e.commit_timestamp) >= retention]
+            forget_group = len(gone) == len(g.offsets)
+            if not gone and not (forget_group and g.generation > 0):
+                continue
+            records: List[KeyValue] = [
+                (R.encode(R.OffsetCommitKey(group=g.group_id, topic=t, partition=p)), None)
+                for t, p in sorted(gone)]
+            if forget_group:
+                records.append((R.encode(R.GroupMetadataKey(group=g.group_id)), None))
+            try:
+                self.ensure_topic()
+                await self.storage.append(OFFSETS_TOPIC, self.partition_for(g.group_id), records)
+            except Exception as exc:
+                log.error("group %s: writing expired offsets failed: %s", g.group_id, exc)
+                continue
+            for tp in gone:
+                del g.offsets[tp]
+            if forget_group:
+                del self.groups[g.group_id]
+            log.info("group %s: %d offsets expired%s", g.group_id, len(gone),
+                     "; the group is removed" if forget_group else "")
 
     # ------------------------------------------------------------------ rebalances
     def _prepare_rebalance(self, g: Group, reason: str) -> None:
