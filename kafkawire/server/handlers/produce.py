@@ -48,7 +48,10 @@ def check_batches(part: Partition, data: bytes, now_ms: int) -> Tuple[bytes, int
     """Kafka's checks before an append (``ProduceRequest.validateRecords`` and the parts of
     ``LogValidator`` LogWriter does not do): one v2 batch, its size, its timestamps;
     LogAppendTime applied.  ``(data, log_append_time, header row)``."""
-    rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
+    log_append_time = part.config("message.timestamp.type") == "LogAppendTime"
+    # The CRC is checked here only when the batch is about to be rewritten (LogAppendTime);
+    # otherwise the log writer checks it, once.
+    rows, stop, status = K.scan_batches(data, 0, len(data), -1, log_append_time)
     if status == C.CRC_MISMATCH:
         raise ProduceError(CORRUPT_MESSAGE, "record batch CRC mismatch")
     if status != C.OK or stop != len(data) or len(rows) == 0:
@@ -68,7 +71,7 @@ def check_batches(part: Partition, data: bytes, now_ms: int) -> Tuple[bytes, int
         raise ProduceError(MESSAGE_TOO_LARGE, f"the batch is {row[C.SIZE]} bytes, over the "
                            f"topic's max.message.bytes ({max_bytes})")
     append_time = -1
-    if part.config("message.timestamp.type") == "LogAppendTime":
+    if log_append_time:
         append_time = now_ms
         buf = bytearray(data)
         attrs = struct.unpack_from(">h", buf, V2_ATTRIBUTES)[0] | C.TIMESTAMP_TYPE_MASK
