@@ -20,6 +20,7 @@ from kafkawire.compression import decompress
 from kafkawire.errors import (CodecNotInstalledError, CorruptRecordError, KafkaWireError,
                               OffsetOutOfRangeError)
 from kafkawire.log import files as F
+from kafkawire.log.compact import Cleaner
 from kafkawire.log.retention import plan_retention, purge_deleted
 from kafkawire.log.storage import is_url, map_file, storage_for
 from kafkawire.log.verify import VerifyReport, describe_tail, verify_segment
@@ -441,7 +442,21 @@ def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = Fals
     return 0 if clean else 1
 
 
-# ================================================================= retention
+# ================================================================= retention, compact
+
+def _local_partitions(paths: Sequence[str], why: str) -> List[PartitionTarget]:
+    """The partition folders named by ``paths`` for a command that changes files: local
+    folders only, whole partitions only (PathError otherwise)."""
+    for p in paths:
+        if is_url(p):
+            raise PathError(f"{p}: {why}, so it works on local folders only")
+    targets = resolve(paths)
+    for t in targets:
+        if t.logs is not None:
+            raise PathError(f"{t.logs[0]}: {why.split()[0]} works on whole partitions; "
+                            f"give the folder {t.path}")
+    return targets
+
 
 def retention(paths: Sequence[str], *, retention_ms: Optional[int] = None,
               retention_bytes: Optional[int] = None, log_start_offset: Optional[int] = None,
@@ -453,15 +468,8 @@ def retention(paths: Sequence[str], *, retention_ms: Optional[int] = None,
     ``.deleted`` files older than ``file_delete_delay_ms`` left by an earlier
     run are removed too.
     """
-    for p in paths:
-        if is_url(p):
-            raise PathError(f"{p}: retention deletes files, so it works on local folders only")
-    targets = resolve(paths)
-    for t in targets:
-        if t.logs is not None:
-            raise PathError(f"{t.logs[0]}: retention works on whole partitions; give the folder {t.path}")
     out = Printer(sys.stdout, json_mode=json_mode)
-    for t in targets:
+    for t in _local_partitions(paths, "retention deletes files"):
         log = kafkawire.Log.open(t.path)
         try:
             plan = plan_retention(log, retention_ms=retention_ms, retention_bytes=retention_bytes,
@@ -480,4 +488,24 @@ def retention(paths: Sequence[str], *, retention_ms: Optional[int] = None,
             out.text(f"  removed {len(purged)} .deleted files left by an earlier deletion")
         if not apply and not plan.empty:
             out.text("  (dry run: nothing was changed; run again with --apply to delete)")
+    return 0
+
+
+def compact(paths: Sequence[str], *, apply: bool = False, json_mode: bool = False,
+            now_ms: Optional[int] = None, **settings: Any) -> int:
+    """Kafka's log cleaner per partition, printing each plan; rewrites only with ``apply``.
+
+    ``settings`` are :class:`kafkawire.log.Cleaner`'s.  Exit status 0 either way.
+    """
+    cleaner = Cleaner(**settings)
+    out = Printer(sys.stdout, json_mode=json_mode)
+    for t in _local_partitions(paths, "compact rewrites files"):
+        plan = cleaner.clean(t.path, now_ms=now_ms) if apply else cleaner.plan(t.path, now_ms=now_ms)
+        obj = plan.to_dict()
+        obj.update(type="compact", partition=t.name)
+        out.emit(lambda: f"{t.name}: {plan}", obj)
+        for line in plan.recovered:
+            out.text(f"  finished an interrupted compaction: {line}")
+        if not apply and plan.bytes_removed:
+            out.text("  (dry run: nothing was changed; run again with --apply to compact)")
     return 0

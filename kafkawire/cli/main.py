@@ -1,4 +1,4 @@
-"""The ``kafkawire`` command line: dump, verify, recover, retention, stats, find, serve.
+"""The ``kafkawire`` command line: dump, verify, recover, retention, compact, stats, find, serve.
 
 Every expected failure (unreadable or damaged files, bad arguments) ends in
 one line on stderr and a non-zero exit status, never a traceback:
@@ -124,6 +124,35 @@ def build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--json", action="store_true", help="one JSON object per partition")
     rt.set_defaults(func=cmd_retention)
 
+    cp = sub.add_parser(
+        "compact", help="keep the latest record per key, as Kafka's log cleaner (dry run unless --apply)",
+        description="Compact partition folders as Kafka's log cleaner does for cleanup.policy=compact: "
+                    "keep each key's latest record, drop tombstones once --delete-retention-ms has "
+                    "passed since a cleaning first kept them, drop aborted transactions and spent "
+                    "transaction markers; never the active segment. Records keep their offsets. "
+                    "Dry run unless --apply; cleaned segments are swapped in so that a crash at any "
+                    "moment leaves a folder that 'recover --apply' (or the next compact) completes.")
+    cp.add_argument("path", nargs="+", metavar="PATH",
+                    help="a log.dirs folder or a <topic>-<partition> folder")
+    cp.add_argument("--delete-retention-ms", type=_int, default=86_400_000, metavar="MS",
+                    help="how long tombstones and transaction markers outlive the cleaning that "
+                         "first kept them (default 86400000, one day)")
+    cp.add_argument("--min-cleanable-dirty-ratio", type=float, default=0.5, metavar="R",
+                    help="compact only when the dirty share of the log is above R (default 0.5; "
+                         "0 compacts whatever is dirty)")
+    cp.add_argument("--min-compaction-lag-ms", type=_int, default=0, metavar="MS",
+                    help="leave segments holding records younger than MS uncompacted")
+    cp.add_argument("--segment-bytes", type=_int, default=1 << 30, metavar="SIZE",
+                    help="largest segment a group of cleaned segments may become (default 1 GiB)")
+    cp.add_argument("--dedupe-buffer-size", type=_int, default=128 << 20, metavar="SIZE",
+                    help="memory for the key map, as log.cleaner.dedupe.buffer.size "
+                         "(default 128 MiB); a smaller map compacts in more passes")
+    cp.add_argument("--now", type=_int, metavar="T",
+                    help="the time compaction is judged at, in ms since the epoch (default: now)")
+    cp.add_argument("--apply", action="store_true", help="really compact")
+    cp.add_argument("--json", action="store_true", help="one JSON object per partition")
+    cp.set_defaults(func=cmd_compact)
+
     f = sub.add_parser("find", help="find the batch and record at an offset or timestamp",
                        description="Find the record at an offset, or the first record at or after a "
                                    "timestamp (ms since the epoch), in a partition folder.")
@@ -180,6 +209,22 @@ def cmd_retention(args: argparse.Namespace) -> int:
                               log_start_offset=args.log_start_offset, now_ms=args.now,
                               file_delete_delay_ms=args.file_delete_delay_ms, apply=args.apply,
                               json_mode=args.json)
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from kafkawire.cli import commands  # cheap: loaded by the command that runs
+    if args.delete_retention_ms < 0:
+        raise UsageError("--delete-retention-ms must be >= 0")
+    if not 0.0 <= args.min_cleanable_dirty_ratio <= 1.0:
+        raise UsageError("--min-cleanable-dirty-ratio must lie between 0 and 1")
+    if args.dedupe_buffer_size < 24 or args.segment_bytes < 64:
+        raise UsageError("--dedupe-buffer-size must be at least 24 and --segment-bytes at least 64")
+    return commands.compact(args.path, apply=args.apply, json_mode=args.json, now_ms=args.now,
+                            delete_retention_ms=args.delete_retention_ms,
+                            min_cleanable_dirty_ratio=args.min_cleanable_dirty_ratio,
+                            min_compaction_lag_ms=args.min_compaction_lag_ms,
+                            segment_bytes=args.segment_bytes,
+                            dedupe_buffer_size=args.dedupe_buffer_size)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from kafkawire.log.log import Log
 from kafkawire.log.logdir import LogDir
 from kafkawire.log.recover import RecoverReport
 from kafkawire.log.retention import RetentionPlan, plan_retention, purge_deleted
+from kafkawire.log.compact import Cleaner, CompactionPlan, compact
 from kafkawire.log.segment import Segment
 from kafkawire.log.txnindex import AbortedTxn
 from kafkawire.log.verify import VerifyReport
@@ -26,4 +27,4 @@ from kafkawire.log.writer import LogWriter
 
 __all__ = ["Log", "LogDir", "Segment", "LogWriter", "OffsetIndex", "TimeIndex", "IndexBuilder",
            "AbortedTxn", "VerifyReport", "RecoverReport", "RetentionPlan", "plan_retention",
-           "purge_deleted"]
+           "purge_deleted", "Cleaner", "CompactionPlan", "compact"]

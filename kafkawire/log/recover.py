@@ -40,6 +40,7 @@ from kafkawire.log.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN
 from kafkawire.log.index import (DEFAULT_INDEX_INTERVAL_BYTES, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE,
                                  IndexBuilder, load_offset_index, load_time_index)
 from kafkawire.log.lock import FolderLock
+from kafkawire.log.swap import complete_interrupted_swaps
 from kafkawire.log.txnindex import AbortedTxn, pack_txn_entry, read_txn_index
 from kafkawire.log.verify import STATUS_TEXT, VerifyReport, check_segment_indexes
 
@@ -436,6 +437,8 @@ def recover_log(log: Log, apply: bool = False, *,
         return plan_recovery(log, index_interval_bytes)[0]
     held = FolderLock(log.path, "recover --apply") if lock else None
     try:
+        # A compaction's segment swap cut short: completed or rolled back as a broker does.
+        complete_interrupted_swaps(log.path)
         log.refresh()
         report, plans, later = plan_recovery(log, index_interval_bytes, applied=True)
         busy = log.release_maps()

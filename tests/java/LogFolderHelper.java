@@ -163,6 +163,8 @@ public class LogFolderHelper {
         int preallocate = Integer.parseInt(o.getOrDefault("preallocate", "65536"));
         long ts = Long.parseLong(o.getOrDefault("baseTs", "1700000000000"));
         long nextOffset = Long.parseLong(o.getOrDefault("startOffset", "0"));
+        int distinctKeys = Integer.parseInt(o.getOrDefault("keys", "0"));        // 0: every key unique
+        int tombstoneEvery = Integer.parseInt(o.getOrDefault("tombstones", "0")); // 0: no null values
         Random rnd = new Random(Long.parseLong(o.getOrDefault("seed", "1")));
         Compression compression = codec.equals("none") ? Compression.NONE : Compression.of(codec).build();
         TimestampType tsType = magic == 0 ? TimestampType.NO_TIMESTAMP_TYPE
@@ -202,9 +204,10 @@ public class LogFolderHelper {
                             txn ? (int) (nextOffset & 0xffff) : -1, txn, 0);
                     if (txn) openTxns.putIfAbsent(pid, nextOffset);
                     for (int r = 0; r < perBatch; r++) {
-                        byte[] key = ("k" + nextOffset).getBytes();
+                        byte[] key = ("k" + (distinctKeys > 0 ? nextOffset % distinctKeys : nextOffset)).getBytes();
                         byte[] value = new byte[vs];
                         rnd.nextBytes(value);
+                        if (tombstoneEvery > 0 && nextOffset % tombstoneEvery == 0) value = null;
                         long rts = shuffleTs ? ts + rnd.nextInt(2000) - 1000 : ts;
                         Header[] headers = m == 2 && r % 3 == 0
                                 ? new Header[]{new RecordHeader("h", new byte[]{(byte) r})} : new Header[0];

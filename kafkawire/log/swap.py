@@ -1,0 +1,158 @@
+"""Replacing segments crash-safely: Kafka's ``.cleaned`` -> ``.swap`` protocol and its recovery.
+
+A compaction writes the replacement segment as ``<base>.log.cleaned`` (and
+``.index.cleaned``, ``.timeindex.cleaned``, ``.txnindex.cleaned``), renames
+each file to ``.swap``, renames the replaced segments' files to ``.deleted``,
+then renames each ``.swap`` to its final name.  A crash can stop this at any
+step; :func:`complete_interrupted_swaps` brings the folder back as Kafka's
+``LogLoader`` does when a broker starts:
+
+1. ``.deleted`` files are removed; ``.cleaned`` files are removed, and with
+   them every ``.swap`` file whose base offset is at or above the smallest
+   ``.cleaned`` one (a swap that was still being renamed: rolled back);
+2. for the remaining ``.log.swap`` files, every other file whose name starts
+   with an offset in ``[swap base, swap next offset)`` is removed (the
+   segments the swap replaces, not yet renamed ``.deleted``);
+3. every ``.swap`` file is renamed to its final name (the swap completed).
+
+Either the old segments or the cleaned one survive whole, so no record is lost.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable, List, Optional, Sequence
+
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
+
+log = logging.getLogger("kafkawire.log.swap")
+
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+
+#: Called with the name of each step of a swap as it completes (tests inject crashes here).
+StepHook = Optional[Callable[[str], None]]
+
+
+def _offset_from_name(name: str) -> Optional[int]:
+    """Kafka's ``offsetFromFile``: the digits before the name's first dot, else None."""
+    dot = name.find(".")
+    if dot <= 0:
+        return None
+    try:
+        return int(name[:dot])
+    except ValueError:
+        return None
+
+
+def _swap_next_offset(path: str, base: int) -> int:
+    """The next offset after the last complete batch of a ``.log.swap`` file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    rows = K.scan_batches(data, 0, len(data), -1, False)[0]
+    return int(rows[-1, C.LAST_OFFSET]) + 1 if len(rows) else base
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a folder so renames in it are durable (POSIX only)."""
+    if os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def complete_interrupted_swaps(folder: str) -> List[str]:
+    """Finish or roll back segment replacements a crash interrupted (see the module
+    docstring); a line per file removed or renamed, empty when there was nothing to do.
+    The caller holds the folder's lock."""
+    actions: List[str] = []
+    names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n)))
+    cleaned: List[str] = []
+    swaps: List[str] = []
+    min_cleaned: Optional[int] = None
+    for name in names:
+        if name.endswith(DELETED_SUFFIX):
+            os.remove(os.path.join(folder, name))
+            actions.append(f"removed {name}")
+        elif name.endswith(CLEANED_SUFFIX):
+            off = _offset_from_name(name)
+            if off is not None:
+                min_cleaned = off if min_cleaned is None else min(min_cleaned, off)
+            cleaned.append(name)
+        elif name.endswith(SWAP_SUFFIX):
+            swaps.append(name)
+    valid = []
+    for name in swaps:
+        off = _offset_from_name(name)
+        if min_cleaned is not None and off is not None and off >= min_cleaned:
+            os.remove(os.path.join(folder, name))
+            actions.append(f"removed {name} (its replacement was unfinished)")
+        else:
+            valid.append(name)
+    for name in cleaned:
+        os.remove(os.path.join(folder, name))
+        actions.append(f"removed {name}")
+    lo: Optional[int] = None
+    hi: Optional[int] = None
+    for name in valid:
+        if name[:-len(SWAP_SUFFIX)].endswith(".log"):
+            base = _offset_from_name(name)
+            if base is None:
+                continue
+            nxt = _swap_next_offset(os.path.join(folder, name), base)
+            lo = base if lo is None else min(lo, base)
+            hi = nxt if hi is None else max(hi, nxt)
+    if lo is not None and hi is not None:
+        for name in sorted(os.listdir(folder)):
+            off = _offset_from_name(name)
+            if (not name.endswith(SWAP_SUFFIX) and off is not None and lo <= off < hi
+                    and os.path.isfile(os.path.join(folder, name))):
+                os.remove(os.path.join(folder, name))
+                actions.append(f"removed {name} (replaced by a finished compaction)")
+    for name in valid:
+        final = name[:-len(SWAP_SUFFIX)]
+        os.replace(os.path.join(folder, name), os.path.join(folder, final))
+        actions.append(f"renamed {name} to {final}")
+    if actions:
+        fsync_dir(folder)
+        for a in actions:
+            log.info("%s: %s", folder, a)
+    return actions
+
+
+def replace_segments(folder: str, new_files: Sequence[str], old_files: Sequence[Sequence[str]],
+                     hook: StepHook = None) -> None:
+    """Swap the ``.cleaned`` files ``new_files`` in for the old segments' files, step by
+    step as Kafka's ``LocalLog.replaceSegments`` does; ``.deleted`` files are removed last."""
+    def step(name: str) -> None:
+        if hook is not None:
+            hook(name)
+
+    swapped = []
+    for path in new_files:
+        target = path[:-len(CLEANED_SUFFIX)] + SWAP_SUFFIX
+        os.replace(path, target)
+        swapped.append(target)
+        step(f"swap {os.path.basename(target)}")
+    fsync_dir(folder)
+    deleted = []
+    for files in old_files:
+        for path in files:
+            os.replace(path, path + DELETED_SUFFIX)
+            deleted.append(path + DELETED_SUFFIX)
+            step(f"delete {os.path.basename(path)}")
+    for path in swapped:
+        os.replace(path, path[:-len(SWAP_SUFFIX)])
+        step(f"rename {os.path.basename(path)}")
+    fsync_dir(folder)
+    for path in deleted:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        step(f"remove {os.path.basename(path)}")
