@@ -2,8 +2,8 @@
 
 A broker holds an OS file lock on the ``.lock`` file of each of its
 ``log.dirs`` folders while it runs.  kafkawire takes the same kind of lock
-before it changes a partition folder (``LogWriter``, ``recover`` and
-``retention`` with ``apply``): an exclusive lock on ``<partition>/.lock`` (conflicting with
+before it changes a partition folder (``LogWriter``; ``recover``,
+``retention`` and ``compact`` with ``apply``): an exclusive lock on ``<partition>/.lock`` (conflicting with
 another writer or recovery in this or any other process), and, when the
 folder above is a broker's ``log.dirs`` (it has a ``.lock``), a shared lock
 on that one, which a running broker's exclusive lock refuses.  A second
@@ -58,7 +58,7 @@ class FolderLock:
         except OSError:
             os.close(fd)
             raise LogLockedError(
-                f"{self.folder} is locked by another LogWriter, recover --apply or retention --apply"
+                f"{self.folder} is locked by another LogWriter, recover --apply, retention --apply or compact --apply"
                 f"{_holder(self.path)}; only one may change a partition folder at a time "
                 f"(its lock file is {self.path})") from None
         try:

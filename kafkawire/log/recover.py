@@ -121,6 +121,8 @@ class RecoverReport:
     saved_files: List[str] = field(default_factory=list)
     removed: List[RemovedRange] = field(default_factory=list)
     path: Optional[str] = None
+    #: Steps finishing (or rolling back) a segment swap a crash interrupted (see kafkawire.log.swap).
+    swaps: List[str] = field(default_factory=list)
 
     @property
     def truncated_bytes(self) -> int:
@@ -155,7 +157,7 @@ class RecoverReport:
 
     @property
     def clean(self) -> bool:
-        return not self.removed and not self.removed_segments and all(
+        return not self.removed and not self.removed_segments and not self.swaps and all(
             s.truncated_bytes == 0 and not s.index_rebuilt and not s.txnindex_rebuilt
             for s in self.segments)
 
@@ -198,6 +200,8 @@ class RecoverReport:
                 what.append(f"cut bytes saved to {s.saved_to}")
             if what:
                 lines.append(f"  {s.path}: " + "; ".join(what))
+        for step in self.swaps:
+            lines.append(f"  interrupted compaction: {step}")
         for r in self.removed:
             line = f"  {r.path}: remove {r.describe()}"
             if r.saved_to:
@@ -433,14 +437,18 @@ def recover_log(log: Log, apply: bool = False, *,
     ``lock=False`` when the caller already holds the folder's lock (a
     ``LogWriter`` recovering the folder it opened).
     """
+    local = os.path.isdir(log.path)
     if not apply:
-        return plan_recovery(log, index_interval_bytes)[0]
+        report = plan_recovery(log, index_interval_bytes)[0]
+        report.swaps = complete_interrupted_swaps(log.path, apply=False) if local else []
+        return report
     held = FolderLock(log.path, "recover --apply") if lock else None
     try:
         # A compaction's segment swap cut short: completed or rolled back as a broker does.
-        complete_interrupted_swaps(log.path)
+        swaps = complete_interrupted_swaps(log.path) if local else []
         log.refresh()
         report, plans, later = plan_recovery(log, index_interval_bytes, applied=True)
+        report.swaps = swaps
         busy = log.release_maps()
         if busy:
             raise LogInUseError(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -66,19 +66,18 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def complete_interrupted_swaps(folder: str) -> List[str]:
+def complete_interrupted_swaps(folder: str, apply: bool = True) -> List[str]:
     """Finish or roll back segment replacements a crash interrupted (see the module
-    docstring); a line per file removed or renamed, empty when there was nothing to do.
-    The caller holds the folder's lock."""
-    actions: List[str] = []
+    docstring); a line per file removed or renamed (to be, when ``apply`` is False), empty
+    when there is nothing to do.  The caller holds the folder's lock to apply."""
     names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n)))
+    removals: List[Tuple[str, str]] = []     # (name, why)
     cleaned: List[str] = []
     swaps: List[str] = []
     min_cleaned: Optional[int] = None
     for name in names:
         if name.endswith(DELETED_SUFFIX):
-            os.remove(os.path.join(folder, name))
-            actions.append(f"removed {name}")
+            removals.append((name, "left by a deletion"))
         elif name.endswith(CLEANED_SUFFIX):
             off = _offset_from_name(name)
             if off is not None:
@@ -90,38 +89,35 @@ def complete_interrupted_swaps(folder: str) -> List[str]:
     for name in swaps:
         off = _offset_from_name(name)
         if min_cleaned is not None and off is not None and off >= min_cleaned:
-            os.remove(os.path.join(folder, name))
-            actions.append(f"removed {name} (its replacement was unfinished)")
+            removals.append((name, "its replacement was unfinished"))
         else:
             valid.append(name)
-    for name in cleaned:
-        os.remove(os.path.join(folder, name))
-        actions.append(f"removed {name}")
+    removals.extend((name, "an unfinished replacement") for name in cleaned)
     lo: Optional[int] = None
     hi: Optional[int] = None
     for name in valid:
-        if name[:-len(SWAP_SUFFIX)].endswith(".log"):
-            base = _offset_from_name(name)
-            if base is None:
-                continue
+        base = _offset_from_name(name)
+        if name[:-len(SWAP_SUFFIX)].endswith(".log") and base is not None:
             nxt = _swap_next_offset(os.path.join(folder, name), base)
             lo = base if lo is None else min(lo, base)
             hi = nxt if hi is None else max(hi, nxt)
     if lo is not None and hi is not None:
-        for name in sorted(os.listdir(folder)):
+        gone = {n for n, _ in removals}
+        for name in names:
             off = _offset_from_name(name)
-            if (not name.endswith(SWAP_SUFFIX) and off is not None and lo <= off < hi
-                    and os.path.isfile(os.path.join(folder, name))):
-                os.remove(os.path.join(folder, name))
-                actions.append(f"removed {name} (replaced by a finished compaction)")
-    for name in valid:
-        final = name[:-len(SWAP_SUFFIX)]
-        os.replace(os.path.join(folder, name), os.path.join(folder, final))
-        actions.append(f"renamed {name} to {final}")
-    if actions:
+            if (name not in gone and not name.endswith(SWAP_SUFFIX) and off is not None
+                    and lo <= off < hi):
+                removals.append((name, "replaced by a finished compaction"))
+    actions = [f"remove {n} ({why})" for n, why in removals]
+    actions += [f"rename {n} to {n[:-len(SWAP_SUFFIX)]}" for n in valid]
+    if apply and actions:
+        for name, _ in removals:
+            os.remove(os.path.join(folder, name))
+        for name in valid:
+            os.replace(os.path.join(folder, name), os.path.join(folder, name[:-len(SWAP_SUFFIX)]))
         fsync_dir(folder)
-        for a in actions:
-            log.info("%s: %s", folder, a)
+        for line in actions:
+            log.info("%s: %s", folder, line)
     return actions
 
 

@@ -199,7 +199,7 @@ public class CompactionRef {
                    .append(baseTimestamp(b)).append(' ').append(b.maxTimestamp()).append(' ')
                    .append(b.producerId()).append(' ').append(b.producerEpoch()).append(' ')
                    .append(b.baseSequence()).append(' ').append(b.partitionLeaderEpoch()).append(' ')
-                   .append(b.countOrNull()).append('\n');
+                   .append(b.magic() >= 2 ? String.valueOf(b.countOrNull()) : "-").append('\n');
                 for (Record r : b) {
                     OUT.append("R ").append(r.offset()).append(' ').append(r.timestamp()).append(' ')
                        .append(hex(r.key())).append(' ').append(hex(r.value())).append(' ')
@@ -210,15 +210,18 @@ public class CompactionRef {
         System.out.print(OUT);
     }
 
+    /** The attributes field as stored (v2: int16 at 21; v0/v1: the wrapper's byte at 17). */
     static int attributes(RecordBatch b) {
         ByteBuffer buf = ByteBuffer.allocate(b.sizeInBytes());
         b.writeTo(buf);
-        return buf.getShort(21) & 0xffff;
+        return b.magic() >= 2 ? buf.getShort(21) & 0xffff : buf.get(17) & 0xff;
     }
 
-    static long baseTimestamp(RecordBatch b) {
+    /** The v2 base timestamp field ("-" for v0/v1, which have none). */
+    static String baseTimestamp(RecordBatch b) {
+        if (b.magic() < 2) return "-";
         ByteBuffer buf = ByteBuffer.allocate(b.sizeInBytes());
         b.writeTo(buf);
-        return buf.getLong(27);
+        return String.valueOf(buf.getLong(27));
     }
 }
