@@ -52,7 +52,8 @@ from kafkawire.log.lock import FolderLock
 from kafkawire.log.log import Log
 from kafkawire.log.retention import plan_retention
 from kafkawire.log.segment import Segment
-from kafkawire.log.swap import (CLEANED_SUFFIX, StepHook, complete_interrupted_swaps, fsync_dir,
+from kafkawire.log.checkpoints import read_offset_checkpoint, write_offset_checkpoint
+from kafkawire.log.swap import (CLEANED_SUFFIX, StepHook, complete_interrupted_swaps,
                                 replace_segments)
 from kafkawire.log.txnindex import AbortedTxn, pack_txn_entry
 from kafkawire.records import BatchBuilder, RecordBatch
@@ -295,37 +296,6 @@ class CompactionPlan:
         return "\n".join(lines)
 
 
-# ------------------------------------------------------------------ the cleaner checkpoint
-
-def read_cleaner_checkpoint(path: str) -> Dict[Tuple[str, int], int]:
-    """``{(topic, partition): first dirty offset}`` from a ``cleaner-offset-checkpoint`` file."""
-    with open(path, "r", encoding="utf-8") as f:
-        lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
-    if len(lines) < 2 or lines[0] != "0":
-        raise LogError(f"{path}: not a version-0 offset checkpoint file")
-    out: Dict[Tuple[str, int], int] = {}
-    try:
-        count = int(lines[1])
-        for ln in lines[2:2 + count]:
-            topic, part, off = ln.rsplit(" ", 2)
-            out[(topic, int(part))] = int(off)
-    except ValueError:
-        raise LogError(f"{path}: malformed offset checkpoint line") from None
-    return out
-
-
-def write_cleaner_checkpoint(path: str, entries: Dict[Tuple[str, int], int]) -> None:
-    """Write the checkpoint atomically (temporary file, fsync, rename), as Kafka does."""
-    body = "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"0\n{len(entries)}\n{body}")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(os.path.dirname(path))
-
-
 # ------------------------------------------------------------------ writing a cleaned segment
 
 class _Sink:
@@ -545,16 +515,16 @@ class Cleaner:
         cp = os.path.join(os.path.dirname(lg.path), CLEANER_CHECKPOINT)
         if lg.topic is None or lg.partition is None or not os.path.isfile(cp):
             return None
-        return read_cleaner_checkpoint(cp).get((lg.topic, lg.partition))
+        return read_offset_checkpoint(cp).get((lg.topic, lg.partition))
 
     def _checkpoint(self, folder: str, offset: int) -> None:
         parsed = F.parse_partition_dir_name(os.path.basename(folder))
         cp = os.path.join(os.path.dirname(folder), CLEANER_CHECKPOINT)
         if parsed is None or not os.path.isfile(cp):
             return
-        entries = read_cleaner_checkpoint(cp)
+        entries = read_offset_checkpoint(cp)
         entries[parsed] = offset
-        write_cleaner_checkpoint(cp, entries)
+        write_offset_checkpoint(cp, entries)
 
     # -- one round -----------------------------------------------------------
     def _round(self, lg: Log, plan: CompactionPlan, now: int, apply: bool) -> None:

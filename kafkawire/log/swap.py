@@ -25,6 +25,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
+from kafkawire.log.files import fsync_dir
 
 log = logging.getLogger("kafkawire.log.swap")
 
@@ -53,17 +54,6 @@ def _swap_next_offset(path: str, base: int) -> int:
         data = f.read()
     rows = K.scan_batches(data, 0, len(data), -1, False)[0]
     return int(rows[-1, C.LAST_OFFSET]) + 1 if len(rows) else base
-
-
-def fsync_dir(path: str) -> None:
-    """fsync a folder so renames in it are durable (POSIX only)."""
-    if os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def complete_interrupted_swaps(folder: str, apply: bool = True) -> List[str]:

@@ -28,7 +28,6 @@ from kafkawire.log.index import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX
                                  NO_TIMESTAMP, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder,
                                  pack_offset_entry, pack_time_entry)
 from kafkawire.log.lock import FolderLock
-from kafkawire.log.swap import fsync_dir as _fsync_dir
 from kafkawire.log.log import Log
 from kafkawire.log.txnindex import AbortedTxn, pack_txn_entry
 from kafkawire.records import (BatchBuilder, RecordBatch, control_batch, iter_batches,
