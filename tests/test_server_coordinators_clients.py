@@ -14,6 +14,10 @@ import glob
 import io
 import json
 import os
+import socket
+import struct
+import subprocess
+import sys
 import threading
 import time
 from contextlib import redirect_stdout
@@ -21,6 +25,8 @@ from contextlib import redirect_stdout
 import pytest
 
 from kafkawire.cli.main import main as cli_main
+from kafkawire.protocol import (ApiVersionsRequest, FindCoordinatorRequest, decode_response,
+                                encode_request)
 from kafkawire.testing import running_broker
 
 ck = pytest.importorskip("confluent_kafka")
@@ -368,10 +374,6 @@ def test_admin_lists_describes_and_deletes_groups(tmp_path):
 
 
 def _call(broker, message, version):
-    import socket
-    import struct
-
-    from kafkawire.protocol import decode_response, encode_request
     with socket.create_connection(broker.address) as s:
         s.sendall(encode_request(message, version, 7, "raw"))
         s.settimeout(10)
@@ -384,7 +386,6 @@ def _call(broker, message, version):
 
 
 def test_find_coordinator_every_form(tmp_path):
-    from kafkawire.protocol import ApiVersionsRequest, FindCoordinatorRequest
     with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
         host, port = broker.address
         old = _call(broker, FindCoordinatorRequest(key="g"), 0)
@@ -474,8 +475,6 @@ while True:
 
 
 def test_a_killed_member_is_expired_and_its_partitions_move(tmp_path):
-    import subprocess
-    import sys
     with running_broker(str(tmp_path / "logs"), config=CONFIG) as broker:
         broker.create_topic("k", 4)
         bs = broker.bootstrap_servers
