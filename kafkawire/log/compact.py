@@ -503,7 +503,8 @@ class Cleaner:
         for seg in segs:
             if seg.base_offset <= uncleanable:
                 boundary = seg.base_offset
-        clean_bytes = sum(s.size for s in segs if _next_base(segs, s) <= first_dirty)
+        # Kafka's LogToClean: a segment holding the first dirty offset counts on both sides.
+        clean_bytes = sum(s.size for s in segs if s.base_offset < first_dirty)
         dirty_bytes = sum(s.size for s in segs
                           if s.base_offset < boundary and _next_base(segs, s) > first_dirty)
         total = clean_bytes + dirty_bytes
@@ -534,7 +535,7 @@ class Cleaner:
         plan.map_full = self._build_map(segs, plan.first_dirty_offset, upper, omap)
         plan.end_offset = omap.latest_offset + 1
         clean = [s for s in segs if s.base_offset < plan.end_offset and s is not segs[-1]]
-        below = [s for s in segs if _next_base(segs, s) <= plan.first_dirty_offset]
+        below = [s for s in segs if s.base_offset < plan.first_dirty_offset]
         legacy_horizon = (os.stat(below[-1].path).st_mtime * 1000 - self.delete_retention_ms
                           if below else 0.0)
         active, _ = producer_state(segs, now, self.producer_id_expiration_ms)
