@@ -1,7 +1,7 @@
 """End-to-end Spark: the kafkawire source against a tuple-yielding aiokafka baseline.
 
     python benchmarks/bench_spark.py [--quick] [--records N] [--partitions P] [--repeat R]
-                                     [--master local[2]] [--no-ceiling] [--results PATH]
+                                     [--master local[2]] [--no-ceiling] [--no-sink] [--results PATH]
 
 One log.dirs folder (written with LogWriter: v2 batches of 500 records, codecs
 none/lz4/zstd in turn, 16-byte keys, ~100-byte values), one SparkSession, both
@@ -26,6 +26,10 @@ On Linux with a local master it also shows the CPU seconds each query used
 the Python workers (planning and tasks): where the time goes, and a
 throughput measure that other processes on the machine disturb much less.
 The figures also go to ``benchmarks/results/spark[-quick].json``.
+
+Last, the sink: one cached DataFrame (key, value, topic, partition, timestamp) written
+with ``format("kafkawire")`` and with Spark's Parquet writer, interleaved, best of
+``--repeat`` (``--no-sink`` leaves this out).
 """
 from __future__ import annotations
 
@@ -202,6 +206,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, help="rounds (default 3, --quick 1)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--no-ceiling", action="store_true", help="leave out the arrow_ceiling source")
+    ap.add_argument("--no-sink", action="store_true",
+                    help="leave out the sink (kafkawire writer against Spark's Parquet writer)")
     H.add_results_option(ap)
     a = ap.parse_args()
     records = a.records or (200_000 if a.quick else 2_000_000)
@@ -260,6 +266,25 @@ def main() -> int:
                     print(f"  round {r + 1}: {name:<16} {job:<50} {n / w:>11,.0f} rows/s ({w:.2f}s)"
                           + (f"   cpu: JVM {c1[0] - c0[0]:.2f}s, Python {c1[1] - c0[1]:.2f}s" if meter else ""),
                           flush=True)
+        sink_best = {}
+        if not a.no_sink:
+            # the sink against Spark's Parquet writer, on one cached DataFrame (the read is not timed)
+            df = spark.read.format("kafkawire").load(logs).select("key", "value", "topic", "partition",
+                                                                  "timestamp").cache()
+            assert df.count() == n
+            sinks = {"kafkawire sink": lambda: df.write.format("kafkawire").mode("overwrite")
+                     .save(os.path.join(work, "sink")),
+                     "Parquet writer": lambda: df.write.mode("overwrite").parquet(out)}
+            times = {s: [] for s in sinks}
+            for r in range(repeat):
+                for s, act in sinks.items():
+                    t = time.perf_counter()
+                    act()
+                    w = time.perf_counter() - t
+                    times[s].append(w)
+                    print(f"  round {r + 1}: write {s:<16} {n / w:>11,.0f} rows/s ({w:.2f}s)", flush=True)
+            sink_best = {s: n / min(v) for s, v in times.items()}
+            df.unpersist()
         spark_version = spark.version
         spark.stop()
         names = list(frames)
@@ -294,6 +319,13 @@ def main() -> int:
                 if meter and meter.ok:
                     results.add(wl, labels[s], f"{job}, CPU", sum(med_cpu[job, s]),
                                 "CPU seconds (JVM + Python)")
+        for s, rate in sink_best.items():
+            results.add(wl, s, "write a cached DataFrame", rate, "rows/s (wall)")
+        if sink_best:
+            ratio = sink_best["kafkawire sink"] / sink_best["Parquet writer"]
+            print(f"\nwrite a cached DataFrame (best of {repeat}): kafkawire sink "
+                  f"{sink_best['kafkawire sink']:,.0f} rows/s, Parquet writer "
+                  f"{sink_best['Parquet writer']:,.0f} rows/s: {ratio:.2f}x")
         results.set_ratios(labels["aiokafka_tuples"], metrics=list(jobs))
         results.write(a.results)
         c = best["count()", "kafkawire"] / best["count()", "aiokafka_tuples"]

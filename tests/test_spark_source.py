@@ -254,8 +254,19 @@ def test_spark_stream_tails_new_segments(spark, logdirs, tmp_path):
              .option("checkpointLocation", str(tmp_path / "ckpt"))
              .foreachBatch(lambda df, i: got.append((i, df.count()))).start())
         q.awaitTermination(120)
-    run()
+        return q
+    q = run()
     assert sum(c for _, c in got) == n0 and max(c for _, c in got) <= 1000 and len(got) >= 3
+    # the progress carries the latest offsets, from which the lag metrics follow
+    from kafkawire.spark.stream import offsets_behind_latest
+    with Log.open(str(src / "orders-0")) as log:
+        lo, hi = log.start_offset, log.next_offset
+    first = q.recentProgress[0]["sources"][0]
+    assert json.loads(first["latestOffset"]) == {"orders": {"0": hi}}
+    assert offsets_behind_latest(first) == {"avgOffsetsBehindLatest": hi - lo - 1000,
+                                            "maxOffsetsBehindLatest": hi - lo - 1000,
+                                            "minOffsetsBehindLatest": hi - lo - 1000}
+    assert offsets_behind_latest(q.lastProgress["sources"][0])["maxOffsetsBehindLatest"] == 0
     with LogWriter(str(src / "orders-0"), segment_bytes=4096) as w:   # rolls: new segments appear
         for i in range(5):
             w.append_records([b"new-%d" % j for j in range(50)])
@@ -426,3 +437,18 @@ def test_load_checks_paths_and_ranges_before_any_query(logdirs):
         with pytest.raises(err, match=words) as info:
             KafkaWireDataSource(opts).schema()
         assert len(info.traceback) == 2      # the test, schema(): Spark shows one frame, then the message
+
+
+def test_spark_reports_an_option_error_in_one_line_when_asked(spark, logdirs):
+    """Spark wraps a data source's error with its traceback; with Spark's hideTraceback setting
+    the message is all that follows Spark's own prefix."""
+    conf = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
+    spark.conf.set(conf, "true")
+    try:
+        with pytest.raises(Exception) as info:
+            spark.read.format("kafkawire").option("subscribe", "ordrs").load(logdirs)
+    finally:
+        spark.conf.unset(conf)
+    text = str(info.value)
+    assert "OptionError: subscribe: topic(s) ordrs not found" in text
+    assert "Traceback" not in text

@@ -9,8 +9,9 @@ everything present when the query starts, in limited micro-batches, then stops.
 """
 from __future__ import annotations
 
+import json
 import time
-from typing import Dict, Iterator, Optional, Sequence
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 
 from kafkawire._deps import require
 from kafkawire.errors import LogError
@@ -83,6 +84,11 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return _to_json(begin)
         merged = dict(begin)
         merged.update(ends)
+        behind = _behind({tp: p.end_offset for tp, p in parts.items()}, merged)
+        if behind:
+            log.info("kafkawire stream: offsets behind latest after this trigger: avg %.1f, max %d, "
+                     "min %d", behind["avgOffsetsBehindLatest"], behind["maxOffsetsBehindLatest"],
+                     behind["minOffsetsBehindLatest"])
         return _to_json(merged)
 
     def _too_few(self, begin: Dict[tuple, int], ends: Dict[tuple, int]) -> bool:
@@ -128,6 +134,28 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def commit(self, end: Offsets) -> None:
         pass
+
+
+def _behind(latest: Dict[tuple, int], end: Dict[tuple, int]) -> Dict[str, float]:
+    values = [max(0, latest[tp] - end.get(tp, latest[tp])) for tp in latest]
+    if not values:
+        return {}
+    return {"avgOffsetsBehindLatest": sum(values) / len(values),
+            "maxOffsetsBehindLatest": max(values), "minOffsetsBehindLatest": min(values)}
+
+
+def offsets_behind_latest(source_progress: Mapping[str, Any]) -> Dict[str, float]:
+    """``avgOffsetsBehindLatest``, ``maxOffsetsBehindLatest`` and ``minOffsetsBehindLatest`` over
+    the topic-partitions of one source of a query's progress (an entry of
+    ``query.lastProgress["sources"]``), from its ``endOffset`` and ``latestOffset``: the
+    metrics Spark's Kafka source reports, which a Python data source cannot add to the
+    progress itself ({} when the progress has no offsets yet)."""
+    def parse(v: Any) -> Dict[tuple, int]:
+        if not v:
+            return {}
+        return _from_json(json.loads(v) if isinstance(v, str) else v)
+    latest, end = parse(source_progress.get("latestOffset")), parse(source_progress.get("endOffset"))
+    return _behind(latest, end) if latest else {}
 
 
 def _rate_limit(begin: Dict[tuple, int], ends: Dict[tuple, int], limit: int) -> Dict[tuple, int]:
