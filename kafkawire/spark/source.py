@@ -63,6 +63,7 @@ class KafkaWireDataSource(DataSource):
         return KafkaWireWriter(wo, overwrite)
 
     def streamWriter(self, schema, overwrite: bool):  # noqa: N802 (Spark's name)
+        # cheap: see check_files
         from kafkawire.spark.sink import KafkaWireStreamWriter, check_schema, parse_write_options
         try:
             wo = parse_write_options(self.options)
