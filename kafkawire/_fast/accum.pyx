@@ -53,7 +53,15 @@ cdef extern from *:
         h ^= h >> 13; h *= m; h ^= h >> 15;
         return h;
     }
+    /* The fast path's atomicity comes from the GIL: without one, every record takes the
+       general path (which locks). */
+    #ifdef Py_GIL_DISABLED
+    #define KW_ACCUM_HAS_GIL 0
+    #else
+    #define KW_ACCUM_HAS_GIL 1
+    #endif
     """
+    int KW_ACCUM_HAS_GIL
     int64_t kw_accum_now_ms() nogil
     uint32_t kw_murmur2(const unsigned char *data, Py_ssize_t length) nogil
 
@@ -326,8 +334,9 @@ cdef class Appender:
         cdef PyObject *o
         cdef Sticky st = None
         cdef RecordBuffer buf
-        if (self.bypass or headers is not None or on_delivery is not None
-                or self.future_type is None or not PyUnicode_CheckExact(topic)):
+        if (self.bypass or not KW_ACCUM_HAS_GIL or headers is not None
+                or on_delivery is not None or self.future_type is None
+                or not PyUnicode_CheckExact(topic)):
             return self.fallback(topic, value, key, headers, partition, timestamp, on_delivery)
         if value is not None:
             if not PyBytes_CheckExact(value):
