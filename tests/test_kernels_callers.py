@@ -178,7 +178,8 @@ def test_reentering_the_iterator_from_a_finalizer_is_safe(mode):
 
 
 @pytest.mark.one_backend
-def test_interpreter_tricks_switched_off_give_the_same_records():
+@pytest.mark.parametrize("tricks", ["0", "reuse", "reuse,inplace", "gc_new", "attrs"])
+def test_interpreter_tricks_switched_off_give_the_same_records(tricks):
     src = """
         import kafkawire
         from kafkawire.records import BatchBuilder
@@ -189,11 +190,14 @@ def test_interpreter_tricks_switched_off_give_the_same_records():
         data = b.build()
         out = [(r.offset, r.timestamp, r.key, r.value, r.headers)
                for bt in kafkawire.iter_batches(data) for r in bt]
+        out += [(bt.base_offset, bt.last_offset, bt.max_timestamp, bt.compression,
+                 bt.first_timestamp, bt.producer_id, bt.record_count, bt.attributes, bt.position)
+                for bt in kafkawire.iter_batches(data)]
         print(repr(out))
     """
     if not K.fast_available():
         pytest.skip("compiled backend not built")
     on = _run(src, "fast")
-    off = _run(src, "fast", KAFKAWIRE_INTERPRETER_TRICKS="0")
+    off = _run(src, "fast", KAFKAWIRE_INTERPRETER_TRICKS=tricks)
     assert on.returncode == 0 and off.returncode == 0, (on.stderr[-500:], off.stderr[-500:])
     assert on.stdout == off.stdout

@@ -25,6 +25,7 @@ from kafkawire._fast.framing cimport (
     RecordFields, record_read, header_next, KWR_OK, KWR_VARINT, KWR_LENGTH, KWR_PAST_END, KWR_KEY_LENGTH,
     KWR_KEY_PAST, KWR_VALUE_LENGTH, KWR_VALUE_PAST, KWR_HEADER_COUNT, KWR_HKEY_LENGTH,
     KWR_HKEY_UTF8, KWR_HVALUE_LENGTH, KWR_HVALUE_PAST, KWR_FIELDS, KW_WALK_UTF8)
+from kafkawire._fast cimport cpython_tricks
 from kafkawire._fast.cpython_tricks cimport tricks_enabled, kw_store_int, kw_store_bytes
 
 import zlib
@@ -40,7 +41,8 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
 
 #: Reuse of dropped records (see ``_claim``): one of the interpreter tricks.
-cdef bint REUSE = tricks_enabled()
+cdef bint REUSE = tricks_enabled("reuse")
+cpython_tricks.kw_inplace = tricks_enabled("inplace")
 
 
 cdef str CREATE_TIME = "CreateTime"

@@ -233,6 +233,7 @@ cdef bint _acyclic_hooks(object hooks):
 cdef extern from "Python.h":
     object PyObject_GenericGetAttr(object o, object name)
 
+cdef bint _FAST_ATTRS = tricks_enabled("attrs")
 cdef object _N_BASE_OFFSET = "base_offset"
 cdef object _N_LAST_OFFSET = "last_offset"
 cdef object _N_MAX_TIMESTAMP = "max_timestamp"
@@ -273,7 +274,10 @@ cdef class BatchHeader:
     def __getattribute__(self, name):
         # The header fields are what batch loops read most: answer them before the
         # generic lookup (type MRO cache, then a descriptor call); anything else,
-        # including the front end's properties, goes the generic way.
+        # including the front end's properties, goes the generic way.  The "attrs"
+        # interpreter trick (cpython_tricks.pxd): names compared by identity.
+        if not _FAST_ATTRS:
+            return PyObject_GenericGetAttr(self, name)
         if name is _N_BASE_OFFSET:
             return self.base_offset
         if name is _N_LAST_OFFSET:
@@ -328,7 +332,7 @@ cdef bint _layout_known():
 
 # with a known layout, objects are made with _PyObject_GC_New (no zero-fill, not
 # tracked) and every field is written once; otherwise through the type's tp_new
-cdef bint _RAW_NEW = tricks_enabled() and _layout_known()
+cdef bint _RAW_NEW = tricks_enabled("gc_new") and _layout_known()
 cdef Py_ssize_t _HEADER_SIZE = BatchHeader.__basicsize__
 
 
