@@ -118,6 +118,33 @@ def test_varint_writers_check_range():
             fn(bad)
 
 
+# Every length and delta of a v2 record is a varint; the record kernels read them with
+# the wire layer's readers (one- and two-byte values inline, longer ones in a loop).
+@pytest.mark.parametrize("ts_delta", [0, -1, 1, 63, -64, 64, 8191, -8192, 8192, 2**31 - 1, -2**31,
+                                      2**63 - 1, -2**63])
+@pytest.mark.parametrize("off_delta", [0, 63, 64, 8191, 8192, 2**31 - 1])
+def test_record_varints_round_trip_at_every_width(ts_delta, off_delta):
+    region = K.encode_records_v2([off_delta], [ts_delta], [b"k" * 70], [b"v" * 9000], [None])
+    (r,) = K.decode_records_v2(region, 0, len(region), 1, 5, 0, 0, 0)
+    assert (r.offset, r.timestamp, r.key, r.value) == (5 + off_delta, ts_delta, b"k" * 70, b"v" * 9000)
+    assert K.validate_records_v2(region, 0, len(region), 1, 5, 5 + 2**31) is None
+
+
+def test_record_varints_overlong_and_truncated():
+    region = bytearray(K.encode_records_v2([0], [0], [b"k"], [b"v"], [None]))
+    # the timestamp delta (after length and attributes) made 11 bytes long: overlong
+    overlong = bytes(region[:2]) + b"\x80" * 10 + b"\x00" + bytes(region[3:])
+    overlong = bytes([len(overlong) - 1 << 1]) + overlong[1:]
+    with pytest.raises(CorruptRecordError) as e:
+        K.decode_records_v2(overlong, 0, len(overlong), 1, 0, 0, 0, 0)
+    assert (e.value.reason, e.value.position) == ("varint", 2)
+    # a record of 6 bytes whose timestamp delta runs to its end
+    cut = b"\x0c\x00" + b"\x80" * 5
+    with pytest.raises(CorruptRecordError) as e:
+        K.decode_records_v2(cut, 0, len(cut), 1, 0, 0, 0, 0)
+    assert (e.value.reason, e.value.position) == ("truncated", 2)
+
+
 # ---------------------------------------------------------------------- scan
 def test_scan_columns_for_every_kind():
     v2 = S.v2_batch([S.v2_record(0, 0, b"k", b"v")], base_offset=40, last_offset_delta=4,

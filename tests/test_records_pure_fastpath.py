@@ -1,10 +1,10 @@
 """The pure twin's v2 record decoder agrees with decoding record by record, on any bytes.
 
-``kafkawire._pure.records`` decodes each record optimistically (inline short
-varints, bounds checked once per record) and hands anything unusual to
-``_checked_record``.  Here the same regions are decoded record by record with
-``_checked_record`` alone; both must give the same records, or the same error
-(type, reason, position, offset) after the same records.
+``kafkawire._pure.records`` decodes a region (``_decode_v2``) through the record
+walker, one record at a time.  Here the same regions are decoded record by record
+with ``_checked_record`` alone, and as bytes, bytearray and memoryview; all must give
+the same records, or the same error (type, reason, position, offset) after the same
+records.
 """
 from __future__ import annotations
 
