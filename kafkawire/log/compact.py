@@ -35,6 +35,7 @@ settings for a caller that cleans many partitions.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -447,11 +448,15 @@ class Cleaner:
         return plan
 
     def clean(self, path: PathLike, *, now_ms: Optional[int] = None,
-              first_dirty_offset: Optional[int] = None) -> CompactionPlan:
-        """Compact the folder under its ``.lock``: rounds until the dirty section is clean."""
+              first_dirty_offset: Optional[int] = None, locked: bool = False) -> CompactionPlan:
+        """Compact the folder under its ``.lock``: rounds until the dirty section is clean.
+
+        ``locked``: the caller already holds the ``.lock`` (a broker with its live
+        :class:`~kafkawire.log.LogWriter`: cleaning never touches the active segment, which
+        is all the writer reads)."""
         now = _now(now_ms)
         folder = os.path.abspath(os.fspath(path))
-        with FolderLock(folder, "compact --apply"):
+        with contextlib.nullcontext() if locked else FolderLock(folder, "compact --apply"):
             recovered = complete_interrupted_swaps(folder)
             with Log.open(folder) as lg:
                 plan = self._survey(lg, now, first_dirty_offset)
@@ -475,7 +480,7 @@ class Cleaner:
         if self.policy == "compact,delete" and (self.retention_ms is not None
                                                or self.retention_bytes is not None):
             plan_retention(folder, retention_ms=self.retention_ms,
-                           retention_bytes=self.retention_bytes, now_ms=now).apply()
+                           retention_bytes=self.retention_bytes, now_ms=now).apply(locked=locked)
         plan.applied = True
         log.info("%s: %s", folder, plan)
         return plan

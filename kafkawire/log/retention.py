@@ -25,6 +25,7 @@ is for.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -109,16 +110,19 @@ class RetentionPlan:
                          f"({d.reason})")
         return "\n".join(lines)
 
-    def apply(self, *, file_delete_delay_ms: int = 0) -> "RetentionPlan":
+    def apply(self, *, file_delete_delay_ms: int = 0, locked: bool = False) -> "RetentionPlan":
         """Rename the planned segments' files to ``.deleted``; remove them now (delay 0) or
         after ``file_delete_delay_ms`` (a daemon timer; a later :func:`purge_deleted`, or a
-        broker starting on the folder, removes what a process that ended left)."""
+        broker starting on the folder, removes what a process that ended left).
+
+        ``locked``: the caller already holds the folder's ``.lock`` (a broker with its live
+        :class:`~kafkawire.log.LogWriter`, which never reads the segments retention deletes)."""
         if self.applied:
             raise LogError(f"{self.path}: this retention plan was already applied")
         if file_delete_delay_ms < 0:
             raise ValueError("file_delete_delay_ms must be >= 0")
         renamed: List[str] = []
-        with FolderLock(self.path, "retention --apply"):
+        with contextlib.nullcontext() if locked else FolderLock(self.path, "retention --apply"):
             self._keep_readers_whole()
             for d in self.deletions:
                 for path in d.files:

@@ -25,6 +25,7 @@ from kafkawire.log.checkpoints import (META_PROPERTIES, kafka_uuid_string, rando
                                        write_properties)
 from kafkawire.log.lock import LogDirLock
 from kafkawire.server.config import BrokerConfig
+from kafkawire.server.lifecycle import LogLifecycle
 from kafkawire.server.dispatch import Dispatcher
 from kafkawire.server.handlers import register_all
 from kafkawire.server.handlers.fetch import FetchSessionCache
@@ -217,6 +218,8 @@ class Broker:
             return
         self._network = net
         self._tasks.append(asyncio.ensure_future(self._flush_scheduler()))
+        if not self.read_only:
+            self._tasks.append(asyncio.ensure_future(LogLifecycle(self.partitions).run()))
         ready.set_result(self._address)
         await self._stop_event.wait()
         self.stopping = True

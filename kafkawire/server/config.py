@@ -83,6 +83,10 @@ _BROKER_DEFAULTS: Dict[str, str] = {
     "transaction.state.log.num.partitions": "50",
     "log.flush.scheduler.interval.ms": "1000",
     "log.flush.offset.checkpoint.interval.ms": "60000",
+    "log.retention.check.interval.ms": "300000",
+    "log.cleaner.backoff.ms": "15000",
+    "log.cleaner.enable": "true",
+    "log.cleaner.dedupe.buffer.size": str(128 << 20),
     "max.incremental.fetch.session.cache.slots": "1000",
     "broker.rack": "",
 }

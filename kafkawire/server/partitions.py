@@ -247,6 +247,19 @@ class Partition:
             self.recovery_point = self.writer.next_offset
         self.log.close()
 
+    def segments_changed(self, log_start_offset: int) -> None:
+        """Retention or the cleaner deleted or replaced segments: read from a fresh view (and
+        fresh file handles; regions already handed out keep the files they hold) and move
+        the log start offset up to ``log_start_offset``."""
+        self._files = {}
+        self._stale = True
+        self.log_start_offset = max(self.log_start_offset, min(log_start_offset,
+                                                               self.log_end_offset))
+
+    def log_view(self) -> Log:
+        """The partition's :class:`~kafkawire.log.Log`, refreshed after appends."""
+        return self._view()
+
     # -- reading ------------------------------------------------------------
     def _view(self) -> Log:
         if self._stale:
@@ -460,7 +473,7 @@ class PartitionManager:
                                     {p.key: p.high_watermark for p in parts})
             write_offset_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
                                     {p.key: p.log_start_offset for p in parts
-                                     if p.log_start_offset > p.log.start_offset})
+                                     if p.log_start_offset > 0})
 
     def checkpoint_log_start(self, part: Partition) -> None:
         if not self.read_only:
