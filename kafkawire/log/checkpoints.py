@@ -22,7 +22,7 @@ import uuid
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from kafkawire.errors import LogError
-from kafkawire.log.files import fsync_dir
+from kafkawire.log.files import fsync_dir, write_atomic
 
 __all__ = ["RECOVERY_POINT_CHECKPOINT", "LOG_START_OFFSET_CHECKPOINT", "REPLICATION_CHECKPOINT",
            "CLEAN_SHUTDOWN_FILE", "META_PROPERTIES", "read_offset_checkpoint",
@@ -38,17 +38,6 @@ META_PROPERTIES = "meta.properties"
 _MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024
 
 TopicPartition = Tuple[str, int]
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temporary file, fsync, rename, fsync of the folder."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def read_offset_checkpoint(path: str) -> Dict[TopicPartition, int]:

@@ -208,6 +208,18 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def write_atomic(path: str, data: bytes, *, tmp_suffix: str = ".tmp") -> None:
+    """Replace ``path`` with ``data`` so a crash leaves the old or the new file, never a
+    mix: write ``path + tmp_suffix``, fsync it, rename it over ``path``, fsync the folder."""
+    tmp = path + tmp_suffix
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
 def read_leader_epoch_checkpoint(path: str) -> List[Tuple[int, int]]:
     """``[(leader_epoch, start_offset), ...]`` from a ``leader-epoch-checkpoint`` file.
 

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from kafkawire import _scan_common as C
 from kafkawire.errors import IndexCorruptError, LogInUseError
-from kafkawire.log.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+from kafkawire.log.files import (INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+                                  write_atomic)
 from kafkawire.log.index import (DEFAULT_INDEX_INTERVAL_BYTES, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE,
                                  IndexBuilder, load_offset_index, load_time_index)
 from kafkawire.log.lock import FolderLock
@@ -345,13 +346,7 @@ def plan_recovery(log: Log, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_B
     return report, [(seg, rec, b, txns.get(i)) for i, (seg, rec, b, _k) in enumerate(plans)], later
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    tmp = path + ".kafkawire-tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+_TMP = ".kafkawire-tmp"  # what recovery's temporary files end in (never a name Kafka reads)
 
 
 def _keep_prefix(path: str, length: int) -> None:
@@ -361,7 +356,7 @@ def _keep_prefix(path: str, length: int) -> None:
     keeps the old file and its bytes (touching a mapped page past a truncated
     end kills it with SIGBUS).
     """
-    tmp = path + ".kafkawire-tmp"
+    tmp = path + _TMP
     with open(path, "rb") as src, open(tmp, "wb") as dst:
         left = length
         while left > 0:
@@ -479,8 +474,8 @@ def _apply(report: RecoverReport, plans: List[Any], later: Sequence[Segment]) ->
                       seg.path, rec.valid_bytes, rec.size, rec.problem, rec.problem_position, saved)
             _keep_prefix(seg.path, rec.valid_bytes)
         if rec.index_rebuilt:
-            _write_atomic(stem + INDEX_SUFFIX, builder.offset_index_bytes())
-            _write_atomic(stem + TIME_INDEX_SUFFIX, builder.time_index_bytes())
+            write_atomic(stem + INDEX_SUFFIX, builder.offset_index_bytes(), tmp_suffix=_TMP)
+            write_atomic(stem + TIME_INDEX_SUFFIX, builder.time_index_bytes(), tmp_suffix=_TMP)
             _log.info("%s: indexes rewritten from the log", stem)
         for path, _size, new in rec.indexes_trimmed:
             with open(path, "r+b") as f:
@@ -490,7 +485,8 @@ def _apply(report: RecoverReport, plans: List[Any], later: Sequence[Segment]) ->
         if txns is not None and (rec.txnindex_rebuilt or (
                 seg.files.txnindex and rec.truncated_bytes)):
             if txns or seg.files.txnindex:
-                _write_atomic(stem + TXN_INDEX_SUFFIX, b"".join(pack_txn_entry(t) for t in txns))
+                write_atomic(stem + TXN_INDEX_SUFFIX, b"".join(pack_txn_entry(t) for t in txns),
+                             tmp_suffix=_TMP)
     for seg in later:
         part = next(removed)
         for p in (seg.files.log, seg.files.index, seg.files.timeindex, seg.files.txnindex):
