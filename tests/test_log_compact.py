@@ -178,7 +178,10 @@ def test_a_crash_at_every_swap_step_loses_nothing(tmp_path):
         with pytest.raises(_Crash):
             Cleaner(min_cleanable_dirty_ratio=0.0, step_hook=crash).clean(d, now_ms=TS + 1000)
         left = [n for n in os.listdir(d) if n.endswith((".swap", ".cleaned", ".deleted"))]
+        swaps = [n for n in left if n.endswith(".swap")]
         with Log.open(d) as lg:
+            kinds = [p.kind for p in lg.verify().problems]
+            assert kinds.count("interrupted swap") == len(swaps), step   # verify names them
             pending = lg.recover()                 # a dry run names what recovery will do
             assert bool(pending.swaps) == bool(left) and pending.clean == (not left)
             done = lg.recover(apply=True)
@@ -186,6 +189,8 @@ def test_a_crash_at_every_swap_step_loses_nothing(tmp_path):
         got = _records(d)
         assert got in (original, compacted), step
         assert not [n for n in os.listdir(d) if n.endswith((".swap", ".cleaned", ".deleted"))]
+        with Log.open(d) as lg:
+            assert lg.verify().ok, step
         # The next compaction finishes the job.
         compact(d, apply=True, now_ms=TS + 1000, min_cleanable_dirty_ratio=0.0)
         assert _records(d) == compacted, step

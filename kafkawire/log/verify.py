@@ -21,6 +21,7 @@ from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire.errors import CodecNotInstalledError, IndexCorruptError, KafkaWireError
 from kafkawire.log.index import load_offset_index, load_time_index
+from kafkawire.log.swap import SWAP_SUFFIX
 
 if TYPE_CHECKING:
     from kafkawire.log.log import Log
@@ -299,6 +300,11 @@ def check_segment_indexes(seg: Segment, report: VerifyReport, starts: Sequence[i
 def verify_log(log: Log, *, check_indexes: bool = True, deep: bool = False) -> VerifyReport:
     """Check every segment of ``log`` (a :class:`~kafkawire.log.Log`)."""
     report = VerifyReport()
+    for path in log.files.leftovers:
+        if path.endswith(SWAP_SUFFIX):
+            report.add(path, None, None, "interrupted swap",
+                       "a segment replacement (compaction or recovery) stopped half-way, so the "
+                       "log may read with a gap: run `kafkawire recover --apply` to finish it")
     prev_last = -1
     for seg in log.segments:
         prev_last = verify_segment(seg, report, check_indexes=check_indexes, deep=deep,
