@@ -33,7 +33,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from kafkawire.protocol import ApiKey, FindCoordinatorResponse
 from kafkawire.protocol import coordinator_records as R
-from kafkawire.protocol.error_codes import ERRORS_BY_NAME
+from kafkawire.protocol.error_codes import (NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST,
+                                            OFFSET_METADATA_TOO_LARGE,
+                                            COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION,
+                                            INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
+                                            UNKNOWN_MEMBER_ID, INVALID_SESSION_TIMEOUT,
+                                            REBALANCE_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND,
+                                            MEMBER_ID_REQUIRED, GROUP_MAX_SIZE_REACHED,
+                                            FENCED_INSTANCE_ID, UNSTABLE_OFFSET_COMMIT,
+                                            UNKNOWN_SERVER_ERROR)
 from kafkawire.protocol.messages import (
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
@@ -56,28 +64,6 @@ COMPLETING_REBALANCE = "CompletingRebalance"
 STABLE = "Stable"
 DEAD = "Dead"
 
-
-def _code(name: str) -> int:
-    return ERRORS_BY_NAME[name].code
-
-
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = _code("UNKNOWN_TOPIC_OR_PARTITION")
-OFFSET_METADATA_TOO_LARGE = _code("OFFSET_METADATA_TOO_LARGE")
-COORDINATOR_NOT_AVAILABLE = _code("COORDINATOR_NOT_AVAILABLE")
-ILLEGAL_GENERATION = _code("ILLEGAL_GENERATION")
-INCONSISTENT_GROUP_PROTOCOL = _code("INCONSISTENT_GROUP_PROTOCOL")
-INVALID_GROUP_ID = _code("INVALID_GROUP_ID")
-UNKNOWN_MEMBER_ID = _code("UNKNOWN_MEMBER_ID")
-INVALID_SESSION_TIMEOUT = _code("INVALID_SESSION_TIMEOUT")
-REBALANCE_IN_PROGRESS = _code("REBALANCE_IN_PROGRESS")
-NON_EMPTY_GROUP = _code("NON_EMPTY_GROUP")
-GROUP_ID_NOT_FOUND = _code("GROUP_ID_NOT_FOUND")
-MEMBER_ID_REQUIRED = _code("MEMBER_ID_REQUIRED")
-GROUP_MAX_SIZE_REACHED = _code("GROUP_MAX_SIZE_REACHED")
-FENCED_INSTANCE_ID = _code("FENCED_INSTANCE_ID")
-UNSTABLE_OFFSET_COMMIT = _code("UNSTABLE_OFFSET_COMMIT")
-UNKNOWN_SERVER_ERROR = _code("UNKNOWN_SERVER_ERROR")
 
 #: DescribeGroups' "authorized operations not requested" value.
 _NO_OPERATIONS = -2147483648
@@ -1054,7 +1040,6 @@ def register(broker: Any) -> None:
     broker.group_coordinator = coord
     coord.is_stopping = lambda: bool(broker.stopping)
     d = broker.dispatcher
-    INVALID_REQUEST = _code("INVALID_REQUEST")
 
     def ensure(key_type: int) -> Tuple[int, Optional[str]]:
         try:

@@ -26,7 +26,11 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from kafkawire.protocol import ApiKey
 from kafkawire.protocol import coordinator_records as R
-from kafkawire.protocol.error_codes import ERRORS_BY_NAME
+from kafkawire.protocol.error_codes import (NONE, UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_NOT_AVAILABLE,
+                                            INVALID_REQUEST, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+                                            INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT,
+                                            CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED,
+                                            PRODUCER_FENCED)
 from kafkawire.protocol.messages import (
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
@@ -41,22 +45,6 @@ log = logging.getLogger("kafkawire.server.txn")
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
-
-def _code(name: str) -> int:
-    return ERRORS_BY_NAME[name].code
-
-
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = _code("UNKNOWN_TOPIC_OR_PARTITION")
-COORDINATOR_NOT_AVAILABLE = _code("COORDINATOR_NOT_AVAILABLE")
-INVALID_REQUEST = _code("INVALID_REQUEST")
-INVALID_PRODUCER_EPOCH = _code("INVALID_PRODUCER_EPOCH")
-INVALID_TXN_STATE = _code("INVALID_TXN_STATE")
-INVALID_PRODUCER_ID_MAPPING = _code("INVALID_PRODUCER_ID_MAPPING")
-INVALID_TRANSACTION_TIMEOUT = _code("INVALID_TRANSACTION_TIMEOUT")
-CONCURRENT_TRANSACTIONS = _code("CONCURRENT_TRANSACTIONS")
-OPERATION_NOT_ATTEMPTED = _code("OPERATION_NOT_ATTEMPTED")
-PRODUCER_FENCED = _code("PRODUCER_FENCED")
 
 # Kafka's TransactionState ids (TransactionStatus in the log).
 EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD, \
