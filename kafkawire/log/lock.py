@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from kafkawire.errors import LogLockedError
 
@@ -41,6 +41,30 @@ def _holder(path: str) -> str:
     return f" (held by {text})" if text else ""
 
 
+def _open_locked(path: str, open_flags: int, lock: Callable[[int, int], Any], op: int,
+                 refused: str) -> int:
+    """Open ``path`` and take ``lock(fd, op | LOCK_NB)`` on it; on refusal close it and raise
+    :class:`LogLockedError` with the message ``refused``."""
+    fd = os.open(path, open_flags, 0o644)
+    try:
+        lock(fd, op | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise LogLockedError(refused) from None
+    return fd
+
+
+def _drop_shared(path: str) -> None:
+    """Count one user of the process-wide lock on ``path`` off; the last one closes it."""
+    with _parent_mutex:
+        fd, count = _parent_locks[path]
+        if count > 1:
+            _parent_locks[path] = (fd, count - 1)
+        else:
+            del _parent_locks[path]
+            os.close(fd)
+
+
 class FolderLock:
     """An exclusive lock on a partition folder; :meth:`release` (or ``with``) lets it go."""
 
@@ -52,15 +76,11 @@ class FolderLock:
         self._parent: Optional[str] = None
         if fcntl is None:
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise LogLockedError(
-                f"{self.folder} is locked by another LogWriter, recover --apply, retention --apply or compact --apply"
-                f"{_holder(self.path)}; only one may change a partition folder at a time "
-                f"(its lock file is {self.path})") from None
+        fd = _open_locked(
+            self.path, os.O_RDWR | os.O_CREAT, fcntl.flock, fcntl.LOCK_EX,
+            f"{self.folder} is locked by another LogWriter, recover --apply, retention --apply "
+            f"or compact --apply{_holder(self.path)}; only one may change a partition folder "
+            f"at a time (its lock file is {self.path})")
         try:
             self._lock_parent()
         except BaseException:
@@ -81,14 +101,10 @@ class FolderLock:
                 _parent_locks[path] = (held[0], held[1] + 1)
                 self._parent = path
                 return
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                raise LogLockedError(
-                    f"{parent} is locked by a running broker (or another program holding "
-                    f"{path}); stop it before changing {self.folder}") from None
+            fd = _open_locked(
+                path, os.O_RDONLY, fcntl.lockf, fcntl.LOCK_SH,
+                f"{parent} is locked by a running broker (or another program holding "
+                f"{path}); stop it before changing {self.folder}")
             _parent_locks[path] = (fd, 1)
             self._parent = path
 
@@ -103,13 +119,7 @@ class FolderLock:
             os.close(fd)   # closing drops the flock
         parent, self._parent = self._parent, None
         if parent is not None:
-            with _parent_mutex:
-                pfd, count = _parent_locks[parent]
-                if count > 1:
-                    _parent_locks[parent] = (pfd, count - 1)
-                else:
-                    del _parent_locks[parent]
-                    os.close(pfd)
+            _drop_shared(parent)
 
     def __enter__(self) -> "FolderLock":
         return self
@@ -143,14 +153,10 @@ class LogDirLock:
             if self.path in _parent_locks:
                 raise LogLockedError(f"{self.folder} is already in use in this process "
                                      "(a broker or a LogWriter is open on it)")
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                raise LogLockedError(
-                    f"{self.folder} is locked by a running broker or a program changing it "
-                    f"(lock file {self.path}); only one broker may serve a log dir") from None
+            fd = _open_locked(
+                self.path, os.O_RDWR | os.O_CREAT, fcntl.lockf, fcntl.LOCK_EX,
+                f"{self.folder} is locked by a running broker or a program changing it "
+                f"(lock file {self.path}); only one broker may serve a log dir")
             _parent_locks[self.path] = (fd, 1)
             self._held = True
 
@@ -159,13 +165,7 @@ class LogDirLock:
         if not self._held:
             return
         self._held = False
-        with _parent_mutex:
-            fd, count = _parent_locks[self.path]
-            if count > 1:
-                _parent_locks[self.path] = (fd, count - 1)
-            else:
-                del _parent_locks[self.path]
-                os.close(fd)
+        _drop_shared(self.path)
 
     def __enter__(self) -> "LogDirLock":
         return self
