@@ -15,7 +15,7 @@ from kafkawire import _scan_common as C
 from kafkawire.cli import jsonout, text
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.paths import PartitionTarget, PathError, resolve
-from kafkawire.cli.progress import Progress
+from kafkawire.cli.progress import Progress, total_size
 from kafkawire.compression import decompress
 from kafkawire.errors import (CodecNotInstalledError, CorruptRecordError, KafkaWireError,
                               OffsetOutOfRangeError)
@@ -24,16 +24,6 @@ from kafkawire.log.compact import Cleaner
 from kafkawire.log.retention import plan_retention, purge_deleted
 from kafkawire.log.storage import is_url, map_file, storage_for
 from kafkawire.log.verify import VerifyReport, describe_tail, verify_segment
-
-
-def _total_size(files: Sequence[str]) -> int:
-    total = 0
-    for f in files:
-        try:
-            total += storage_for(f).size(f)
-        except OSError:
-            pass
-    return total
 
 
 # ===================================================================== stats
@@ -255,7 +245,7 @@ def _partition_metadata(st: PartitionStats) -> None:
 def stats(paths: Sequence[str], *, json_mode: bool = False, progress: bool = True) -> int:
     targets = resolve(paths)
     out = Printer(sys.stdout, json_mode=json_mode)
-    total = _total_size([f for t in targets for f in t.log_files()])
+    total = total_size([f for t in targets for f in t.log_files()])
     status = 0
     with Progress(total, enabled=None if progress else False) as bar:
         results = []
@@ -357,7 +347,7 @@ def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tr
     """Check every batch and index entry; 0 only when no problem was found anywhere."""
     targets = resolve(paths)
     out = Printer(sys.stdout, json_mode=json_mode)
-    total = _total_size([f for t in targets for f in t.log_files()])
+    total = total_size([f for t in targets for f in t.log_files()])
     clean = True
     with Progress(total, enabled=None if progress else False) as bar:
         out.progress = bar
@@ -420,7 +410,7 @@ def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = Fals
             raise PathError(f"{t.logs[0]}: recover works on whole partitions; give the folder "
                             f"{t.path} (later segments may have to go too)")
     out = Printer(sys.stdout, json_mode=json_mode)
-    total = _total_size([f for t in targets for f in t.log_files()])
+    total = total_size([f for t in targets for f in t.log_files()])
     clean = True
     with Progress(total, enabled=None if progress else False) as bar:
         out.progress = bar
@@ -431,7 +421,7 @@ def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = Fals
                 report = log.recover(apply=apply)
             finally:
                 log.close()
-            bar.advance(_total_size(t.log_files()))
+            bar.advance(total_size(t.log_files()))
             clean = clean and (report.clean or apply)
             obj = report.to_dict()
             obj.update(type="recover", partition=t.name, path=t.path)

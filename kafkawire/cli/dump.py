@@ -23,7 +23,7 @@ from kafkawire import _kernels as K
 from kafkawire import compression
 from kafkawire.cli import indexdump, jsonout, text
 from kafkawire.cli.output import Printer, err
-from kafkawire.cli.progress import Progress
+from kafkawire.cli.progress import Progress, total_size
 from kafkawire.errors import CodecNotInstalledError, CorruptRecordError, KafkaWireError
 from kafkawire.log.storage import storage_for
 from kafkawire.log.verify import describe_tail
@@ -157,12 +157,7 @@ class Dumper:
     # -------------------------------------------------------------- driver
     def run(self) -> int:
         files = expand_files(self.opts.files)
-        total = 0
-        for f in files:
-            try:
-                total += storage_for(f).size(f)
-            except OSError:
-                pass
+        total = total_size(files)
         # the bar would interleave with records printed to the same terminal
         stdout_tty = hasattr(self.out.stream, "isatty") and self.out.stream.isatty()
         enabled = self.opts.progress

@@ -4,10 +4,23 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Optional, TextIO
+from typing import Optional, Sequence, TextIO
+
+from kafkawire.log.storage import storage_for
 
 
 _active: "Optional[Progress]" = None
+
+
+def total_size(files: Sequence[str]) -> int:
+    """The bytes a progress bar over ``files`` counts (files that cannot be sized count 0)."""
+    total = 0
+    for f in files:
+        try:
+            total += storage_for(f).size(f)
+        except OSError:
+            pass
+    return total
 
 
 def clear_active() -> None:
