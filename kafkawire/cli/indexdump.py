@@ -144,6 +144,22 @@ def _batches_from(data: Any, start: int, end: Optional[int] = None) -> Iterator[
 
 # ------------------------------------------------------------------ dumps
 
+def _sibling_log(path: str, complain: bool) -> Any:
+    """The mapped ``.log`` beside index ``path``, or None (said on stderr when ``complain``)."""
+    log_path = sibling(path, F.LOG_SUFFIX)
+    if storage_for(log_path).exists(log_path):
+        return map_file(log_path)
+    if complain:
+        err(f"kafkawire: {path}: cannot check entries, the log file {log_path} does not exist")
+    return None
+
+
+def _passed_sanity(path: str, out: Printer) -> int:
+    out.emit(f"{path} passed sanity check.", {"type": "sanityCheck", "file": path,
+                                              "passed": True})
+    return 0
+
+
 def dump_offset_index(path: str, out: Printer, problems: IndexProblems, *,
                       sanity_only: bool = False, verify_only: bool = False,
                       max_message_size: int = 5 * 1024 * 1024) -> int:
@@ -154,13 +170,8 @@ def dump_offset_index(path: str, out: Printer, problems: IndexProblems, *,
         return 0
     if sanity_only:
         offset_index_sanity(path)
-        out.emit(f"{path} passed sanity check.", {"type": "sanityCheck", "file": path,
-                                                  "passed": True})
-        return 0
-    log_path = sibling(path, F.LOG_SUFFIX)
-    log = map_file(log_path) if storage_for(log_path).exists(log_path) else None
-    if log is None:
-        err(f"kafkawire: {path}: cannot check entries, the log file {log_path} does not exist")
+        return _passed_sanity(path, out)
+    log = _sibling_log(path, complain=True)
     try:
         for i, (offset, position) in enumerate(entries):
             if offset == base and i > 0:
@@ -206,13 +217,8 @@ def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
     base, entries, _ = read_time_index(path)
     if sanity_only:
         time_index_sanity(path)
-        out.emit(f"{path} passed sanity check.", {"type": "sanityCheck", "file": path,
-                                                  "passed": True})
-        return 0
-    log_path = sibling(path, F.LOG_SUFFIX)
-    log = map_file(log_path) if storage_for(log_path).exists(log_path) else None
-    if log is None and entries:
-        err(f"kafkawire: {path}: cannot check entries, the log file {log_path} does not exist")
+        return _passed_sanity(path, out)
+    log = _sibling_log(path, complain=bool(entries))
     offsets, positions = _kafka_lookup_table(sibling(path, F.INDEX_SUFFIX), base)
     prev_ts = -1
     try:
