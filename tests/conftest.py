@@ -15,7 +15,9 @@ import os
 import pytest
 
 from kafkawire import _kernels
+from fake_brokers import FakeCluster
 from javahelper import JavaRunner, find_kafka_jars
+from mock_cluster import start_mock_cluster
 
 REQUIRE_FAST = os.environ.get("KAFKAWIRE_REQUIRE_FAST") == "1"
 
@@ -59,3 +61,26 @@ def java_runner(tmp_path_factory):
     if jars is None:
         pytest.skip("Kafka jars not installed (pip install shigawire-apache-flink-libraries)")
     return JavaRunner(jars, tmp_path_factory.mktemp("java-classes"))
+
+
+@pytest.fixture
+def fake():
+    """Two scripted brokers on loopback (``fake_brokers.FakeCluster``), closed afterwards."""
+    cluster = FakeCluster(2)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def mock_cluster():
+    """librdkafka's mock cluster, three brokers, one per test module: ``(bootstrap, owner)``."""
+    pytest.importorskip("confluent_kafka")
+    bootstrap, owner = start_mock_cluster(3)
+    yield bootstrap, owner
+    owner.flush(5)
+
+
+@pytest.fixture(scope="module")
+def mock(mock_cluster):
+    """The bootstrap servers of this module's mock cluster."""
+    return mock_cluster[0]

@@ -13,7 +13,7 @@ from kafkawire import protocol as P
 from kafkawire.client import Client
 from kafkawire.errors import KafkaWireError, ProtocolError
 from kafkawire.records.builder import BatchBuilder, control_batch
-from test_client_fake import TOPIC_ID, FakeCluster
+from fake_brokers import TOPIC_ID, FakeCluster
 
 pytestmark = pytest.mark.one_backend
 

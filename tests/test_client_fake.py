@@ -1,7 +1,8 @@
 """The client against a scripted broker on loopback: failure paths a real peer won't show on demand.
 
-The fake broker decodes requests with ``kafkawire.protocol.decode_request`` and
-answers with ``encode_response``; each test scripts the answers (errors,
+The fake broker (``fake_brokers.FakeCluster``) decodes requests with
+``kafkawire.protocol.decode_request`` and answers with ``encode_response``; each
+test scripts the answers (errors,
 silence, broken connections, wrong correlation ids) to check the client's
 retries, metadata refreshes, timeouts and clean failure.
 """
@@ -9,161 +10,20 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 import time
-import uuid
 
 import pytest
 
 import kafkawire
 from kafkawire import protocol as P
-from kafkawire.client import (BrokerResponseError, Client, KafkaConnectionError,
-                              NoBrokersAvailableError, RequestTimeoutError)
+from kafkawire.client import Client, NoBrokersAvailableError, RequestTimeoutError
 from kafkawire.errors import ProtocolError, UnsupportedVersionError
 from kafkawire.protocol import error_codes as E
 from kafkawire.records.builder import BatchBuilder
 
+from fake_brokers import TOPIC_ID, FakeCluster
+
 pytestmark = pytest.mark.one_backend
-
-TOPIC_ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
-
-
-class FakeCluster:
-    """A few fake brokers on loopback sharing one script.
-
-    ``handlers[api_key](broker, frame) -> response message | None | "close" | "silent"``
-    (None: no response, e.g. acks=0).  ``versions`` is what ApiVersions advertises.
-    """
-
-    def __init__(self, n: int = 1, versions=None, ssl_context=None) -> None:
-        self.ssl_context = ssl_context  # a server-side context: the brokers speak TLS
-        self.versions = dict(versions or P.supported_versions())
-        self.handlers = {}
-        self.requests = []  # (node_id, api_key, version, message)
-        self.controller = 0
-        self.leaders = {}
-        self.partitions = {"t": 2}
-        self.brokers = []
-        self._stop = threading.Event()
-        self._threads = []
-        self._conns = []
-        for node in range(n):
-            srv = socket.socket()
-            srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            srv.bind(("127.0.0.1", 0))
-            srv.listen(16)
-            srv.settimeout(0.1)
-            self.brokers.append((node, srv))
-            t = threading.Thread(target=self._accept, args=(node, srv), daemon=True)
-            t.start()
-            self._threads.append(t)
-        self.handlers[18] = self._api_versions
-        self.handlers[3] = self._metadata
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{srv.getsockname()[1]}" for _, srv in self.brokers)
-
-    def port(self, node: int) -> int:
-        return self.brokers[node][1].getsockname()[1]
-
-    def close(self) -> None:
-        self._stop.set()
-        for t in self._threads:
-            t.join(2)
-        for _, srv in self.brokers:
-            srv.close()
-        for c in self._conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-
-    # -------------------------------------------------------------- serving
-    def _accept(self, node: int, srv: socket.socket) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = srv.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            if self.ssl_context is not None:
-                try:
-                    conn.settimeout(5)
-                    conn = self.ssl_context.wrap_socket(conn, server_side=True)
-                except OSError:
-                    conn.close()
-                    continue
-            self._conns.append(conn)
-            t = threading.Thread(target=self._serve, args=(node, conn), daemon=True)
-            t.start()
-
-    def _recv_exact(self, conn, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = conn.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError
-            buf += chunk
-        return buf
-
-    def _serve(self, node: int, conn: socket.socket) -> None:
-        conn.settimeout(0.2)
-        try:
-            while not self._stop.is_set():
-                try:
-                    head = self._recv_exact(conn, 4)
-                except socket.timeout:
-                    continue
-                size = struct.unpack(">i", head)[0]
-                conn.settimeout(5)
-                body = self._recv_exact(conn, size)
-                conn.settimeout(0.2)
-                req = P.decode_request(body, sized=False)
-                self.requests.append((node, req.api_key, req.api_version, req.message))
-                out = self.handlers[req.api_key](node, req)
-                if out is None or out == "silent":
-                    continue
-                if out == "close":
-                    conn.close()
-                    return
-                if isinstance(out, bytes):
-                    conn.sendall(out)
-                    continue
-                conn.sendall(P.encode_response(out, req.api_version, req.correlation_id))
-        except (ConnectionError, OSError):
-            pass
-
-    # ------------------------------------------------------ default answers
-    def _api_versions(self, node, req):
-        return P.ApiVersionsResponse(api_keys=[
-            {"api_key": k, "min_version": lo, "max_version": hi}
-            for k, (lo, hi) in sorted(self.versions.items())])
-
-    def metadata_response(self):
-        topics = []
-        for name, n in self.partitions.items():
-            topics.append({"name": name, "topic_id": TOPIC_ID, "partitions": [
-                {"partition_index": p, "leader_id": self.leaders.get((name, p), 0),
-                 "replica_nodes": [0], "isr_nodes": [0]} for p in range(n)]})
-        return P.MetadataResponse(
-            brokers=[{"node_id": node, "host": "127.0.0.1", "port": srv.getsockname()[1]}
-                     for node, srv in self.brokers],
-            cluster_id="fake", controller_id=self.controller, topics=topics)
-
-    def _metadata(self, node, req):
-        return self.metadata_response()
-
-    def count(self, api_key: int) -> int:
-        return sum(1 for r in self.requests if r[1] == api_key)
-
-
-@pytest.fixture
-def fake():
-    cluster = FakeCluster(2)
-    yield cluster
-    cluster.close()
 
 
 def _produce_ok(node, req):

@@ -17,8 +17,7 @@ import pytest
 import kafkawire
 from kafkawire import protocol as P
 
-from test_consumer_fake import FakeGroupCluster
-from test_client_fake import TOPIC_ID
+from fake_brokers import TOPIC_ID, FakeGroupCluster
 
 pytestmark = pytest.mark.one_backend
 

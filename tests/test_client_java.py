@@ -27,9 +27,8 @@ import pytest
 import kafkawire
 
 from mock_java_shim import MockShim
-from test_consumer_fake import FakeGroupCluster, Member
-from test_consumer_mock import _name, _wait
-from test_consumer_mock import client, mock  # noqa: F401 - the fixtures
+from fake_brokers import FakeGroupCluster, Member, wait_for
+from mock_cluster import unique_name
 
 pytestmark = pytest.mark.one_backend
 
@@ -38,7 +37,13 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 @pytest.fixture(scope="module")
-def java_bootstrap(mock):  # noqa: F811
+def client(mock):
+    with kafkawire.Client(mock, allow_auto_create_topics=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def java_bootstrap(mock):
     shim = MockShim(mock)
     yield shim.bootstrap
     shim.close()
@@ -60,10 +65,10 @@ def _java(java_runner, *args, timeout=180) -> List[str]:
     return java_runner.run("ClientInterop", *args, timeout=timeout).stdout.decode().splitlines()
 
 
-def test_java_producer_kafkawire_consumer(mock, client, java_runner,  # noqa: F811
+def test_java_producer_kafkawire_consumer(mock, client, java_runner,
                                           java_bootstrap):
     n = 120
-    topics = {codec: _name(f"j2k-{codec}") for codec in CODECS}
+    topics = {codec: unique_name(f"j2k-{codec}") for codec in CODECS}
     for t in topics.values():
         client.metadata([t], allow_auto_topic_creation=True)
     lines = _java(java_runner, "produce", java_bootstrap, n, *(f"{c}:{t}" for c, t in topics.items()))
@@ -94,10 +99,10 @@ def test_java_producer_kafkawire_consumer(mock, client, java_runner,  # noqa: F8
             assert r.timestamp_type == "CreateTime" and r.timestamp > 0
 
 
-def test_kafkawire_producer_java_consumer(mock, client, java_runner,  # noqa: F811
+def test_kafkawire_producer_java_consumer(mock, client, java_runner,
                                           java_bootstrap):
     n = 120
-    topics = {codec: _name(f"k2j-{codec}") for codec in CODECS}
+    topics = {codec: unique_name(f"k2j-{codec}") for codec in CODECS}
     sent = {}
     for codec, topic in topics.items():
         client.metadata([topic], allow_auto_topic_creation=True)
@@ -189,26 +194,26 @@ def test_java_and_kafkawire_consumers_share_a_group(java_runner):
             return bool(mine) and bool(java.owned) and not (mine & java.owned) and \
                 mine | java.owned == set(range(4))
 
-        assert _wait(split, 60), (kw.c.assignment(), java.owned, kw.error, java.lines[-5:])
+        assert wait_for(split, 60), (kw.c.assignment(), java.owned, kw.error, java.lines[-5:])
         want = {(p, i) for p in range(4) for i in range(30)}
         mine = lambda: [(tp.partition, o) for _, tp, o in kw.deliveries]  # noqa: E731
         theirs = lambda: [(r[1], r[2]) for r in java.records]  # noqa: E731
-        assert _wait(lambda: len(mine()) + len(theirs()) >= len(want), 30)
+        assert wait_for(lambda: len(mine()) + len(theirs()) >= len(want), 30)
         for p in range(4):
             cluster.append(p, [f"{p}-{i}".encode() for i in range(30, 40)])
         want |= {(p, i) for p in range(4) for i in range(30, 40)}
-        assert _wait(lambda: len(mine()) + len(theirs()) >= len(want), 30)
+        assert wait_for(lambda: len(mine()) + len(theirs()) >= len(want), 30)
         time.sleep(0.5)   # anything read twice would show now
         assert mine() and theirs()
         assert sorted(mine() + theirs()) == sorted(want), "a record was lost or read twice"
         # The Java member leaves: kafkawire's takes every partition and reads what follows.
         java.stop()
         assert java.closed, java.error()
-        assert _wait(lambda: len(kw.c.assignment()) == 4, 30), (kw.c.assignment(), kw.error)
+        assert wait_for(lambda: len(kw.c.assignment()) == 4, 30), (kw.c.assignment(), kw.error)
         for p in range(4):
             cluster.append(p, [f"{p}-{i}".encode() for i in range(40, 45)])
         want |= {(p, i) for p in range(4) for i in range(40, 45)}
-        assert _wait(lambda: len(mine()) + len(theirs()) >= len(want), 30)
+        assert wait_for(lambda: len(mine()) + len(theirs()) >= len(want), 30)
         assert sorted(mine() + theirs()) == sorted(want)
         assert kw.error is None
     finally:

@@ -7,7 +7,6 @@ what confluent-kafka produced, record for record.
 """
 from __future__ import annotations
 
-import itertools
 import time
 
 import pytest
@@ -19,22 +18,7 @@ from kafkawire.errors import UnsupportedVersionError
 
 ck = pytest.importorskip("confluent_kafka")
 
-_names = itertools.count()
-
-
-def _topic(prefix: str) -> str:
-    return f"{prefix}-{next(_names)}-{int(time.time() * 1000) % 100000}"
-
-
-@pytest.fixture(scope="module")
-def mock_cluster():
-    """(bootstrap servers, the Producer that owns the mock cluster)."""
-    owner = ck.Producer({"test.mock.num.brokers": 3, "log_level": 0})
-    md = owner.list_topics(timeout=10)
-    bootstrap = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
-    yield bootstrap, owner
-    owner.flush(5)
-
+from mock_cluster import unique_name  # noqa: E402
 
 @pytest.fixture
 def client(mock_cluster):
@@ -91,7 +75,7 @@ def test_negotiated_versions(client):
 
 @pytest.mark.one_backend
 def test_metadata_and_topic_creation(client):
-    topic = _topic("meta")
+    topic = unique_name("meta")
     meta = client.metadata([topic], allow_auto_topic_creation=True)
     info = meta.topics[topic]
     assert info.error_code == 0 and info.num_partitions == 4
@@ -103,12 +87,12 @@ def test_metadata_and_topic_creation(client):
 @pytest.mark.one_backend
 def test_create_topics_is_not_offered_by_the_mock(client):
     with pytest.raises(UnsupportedVersionError, match="CreateTopics"):
-        client.create_topics(_topic("ct"))
+        client.create_topics(unique_name("ct"))
 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_produce_fetch_round_trip(client, codec):
-    topic = _topic(f"rt-{codec}")
+    topic = unique_name(f"rt-{codec}")
     recs = _records(codec)
     results = client.produce(topic, recs, partition=2, compression=codec, acks="all")
     assert [(r.partition, r.base_offset, r.record_count) for r in results] == [(2, 0, len(recs))]
@@ -121,7 +105,7 @@ def test_produce_fetch_round_trip(client, codec):
 
 @pytest.mark.one_backend
 def test_confluent_consumer_reads_what_kafkawire_produced(client, mock_cluster):
-    topic = _topic("to-ck")
+    topic = unique_name("to-ck")
     expected = {}
     for codec in CODECS:
         recs = _records(codec, 25)
@@ -161,7 +145,7 @@ def test_confluent_consumer_reads_what_kafkawire_produced(client, mock_cluster):
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_kafkawire_fetches_what_confluent_produced(client, mock_cluster, codec):
-    topic = _topic(f"from-ck-{codec}")
+    topic = unique_name(f"from-ck-{codec}")
     producer = ck.Producer({"bootstrap.servers": mock_cluster[0], "compression.type": codec,
                             "linger.ms": 20, "partitioner": "murmur2", "log_level": 0})
     sent = []
@@ -196,7 +180,7 @@ def test_kafkawire_fetches_what_confluent_produced(client, mock_cluster, codec):
 
 @pytest.mark.one_backend
 def test_keyed_produce_lands_where_librdkafka_would(client):
-    topic = _topic("keys")
+    topic = unique_name("keys")
     keys = [f"user-{i}".encode() for i in range(50)]
     res = client.produce(topic, [(k, b"v") for k in keys])
     counts = {r.partition: r.record_count for r in res}
@@ -209,14 +193,14 @@ def test_keyed_produce_lands_where_librdkafka_would(client):
 
 @pytest.mark.one_backend
 def test_keyless_records_rotate_partitions(client):
-    topic = _topic("sticky")
+    topic = unique_name("sticky")
     parts = [client.produce(topic, [b"a", b"b"])[0].partition for _ in range(8)]
     assert len(set(parts)) == 4  # each call sticks to one partition, calls rotate
 
 
 @pytest.mark.one_backend
 def test_list_offsets(client):
-    topic = _topic("lo")
+    topic = unique_name("lo")
     assert client.list_offsets(topic, 1, "earliest").offset == 0
     assert client.list_offsets(topic, 1, "latest").offset == 0
     client.produce(topic, [b"x"] * 7, partition=1)
@@ -230,7 +214,7 @@ def test_list_offsets(client):
 @pytest.mark.one_backend
 @pytest.mark.parametrize("acks", [0, 1, -1, "all"])
 def test_acks(client, acks):
-    topic = _topic("acks")
+    topic = unique_name("acks")
     res = client.produce(topic, [b"a", b"b", b"c"], partition=0, acks=acks)
     if acks == 0:
         assert res[0].base_offset == -1
@@ -244,7 +228,7 @@ def test_acks(client, acks):
 
 @pytest.mark.one_backend
 def test_commit_and_fetch_offsets_seen_by_confluent(client, mock_cluster):
-    topic = _topic("commit")
+    topic = unique_name("commit")
     client.produce(topic, [b"x"] * 5, partition=0)
     client.produce(topic, [b"x"] * 5, partition=3)
     coord = client.find_coordinator("kw-group")
@@ -266,7 +250,7 @@ def test_commit_and_fetch_offsets_seen_by_confluent(client, mock_cluster):
 
 @pytest.mark.one_backend
 def test_fetch_long_poll_and_timeout(client):
-    topic = _topic("poll")
+    topic = unique_name("poll")
     client.metadata([topic])
     t0 = time.monotonic()
     res = client.fetch(topic, 0, 0, max_wait_ms=400, min_bytes=1)
@@ -281,7 +265,7 @@ def test_fetch_long_poll_and_timeout(client):
 
 @pytest.mark.one_backend
 def test_recovers_from_socket_error(client):
-    topic = _topic("sock")
+    topic = unique_name("sock")
     client.produce(topic, [b"1"], partition=0)
     leader = client.cluster.leader(topic, 0)
     client._node(leader)._sock.close()  # the connection dies under the client
@@ -301,7 +285,7 @@ def test_pipelining_on_one_connection(client):
 
 @pytest.mark.one_backend
 def test_large_produce_in_several_batches(mock_cluster):
-    topic = _topic("big")
+    topic = unique_name("big")
     recs = [(b"k%d" % i, b"v%06d" % i * 20) for i in range(2000)]
     with Client(mock_cluster[0], allow_auto_create_topics=True, max_batch_bytes=16_384) as c:
         res = c.produce(topic, recs, partition=3, compression="lz4")

@@ -21,7 +21,7 @@ from kafkawire import protocol as P
 from kafkawire.client import Client, KafkaConnectionError
 from kafkawire.client.config import ConfigError, resolve
 from kafkawire.client.security import AuthenticationError, ScramClient, oauth_message
-from test_client_fake import FakeCluster
+from fake_brokers import FakeCluster
 
 pytestmark = pytest.mark.one_backend
 
@@ -142,13 +142,6 @@ class SaslServer:
         v = base64.b64encode(hmac.new(server_key, auth_message, h).digest()).decode()
         self.authenticated.append(node)
         return P.SaslAuthenticateResponse(error_code=0, auth_bytes=f"v={v}".encode())
-
-
-@pytest.fixture
-def fake():
-    cluster = FakeCluster(2)
-    yield cluster
-    cluster.close()
 
 
 # ------------------------------------------------------------------------ tests

@@ -1,7 +1,7 @@
 """kafkawire.Consumer against scripted brokers: group faults a real peer won't show on demand.
 
-A small group coordinator is scripted on top of the fake brokers of
-``test_client_fake``: JoinGroup rounds that wait for every member,
+A small group coordinator is scripted on top of the fake brokers
+(``fake_brokers.FakeGroupCluster``): JoinGroup rounds that wait for every member,
 SyncGroup, heartbeats that expire members whose session ran out, offsets, and
 partitions served from in-memory logs.  The tests move the coordinator, cut a
 member off until its session expires, and check that no record is handed to
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -23,320 +22,10 @@ from kafkawire.client.group_metadata import (Assignment, Subscription, TopicPart
                                              decode_assignment, decode_subscription,
                                              encode_assignment, encode_subscription)
 from kafkawire.errors import ProtocolError
-from kafkawire.records.builder import BatchBuilder
 
-from test_client_fake import TOPIC_ID, FakeCluster
+from fake_brokers import TOPIC_ID, TS0, FakeGroupCluster, Member, wait_for
 
 pytestmark = pytest.mark.one_backend
-
-TS0 = 1_700_000_000_000
-
-
-class FakeGroupCluster(FakeCluster):
-    """Two brokers, topic ``t`` (4 partitions, leaders split), one scripted consumer group."""
-
-    def __init__(self, partitions: int = 4, session_reaper: bool = True) -> None:
-        super().__init__(2)
-        self.partitions = {"t": partitions}
-        for p in range(partitions):
-            self.leaders[("t", p)] = p % 2
-        self.logs: Dict[int, List[bytes]] = {p: [] for p in range(partitions)}
-        self.raw: Dict[int, Tuple[bytes, List[Tuple[int, int]]]] = {}
-        self.coordinator = 0
-        self.batch_records = 50                  # records per fetched batch
-        self.cond = threading.Condition()
-        self.members: Dict[str, dict] = {}      # member id -> {metadata, last_seen, session}
-        self.generation = 0
-        self.round_open = False
-        self.joined: Dict[str, bytes] = {}
-        self.assignments: Optional[Dict[str, bytes]] = None
-        self.committed: Dict[Tuple[str, int], int] = {}
-        self.silenced: set = set()               # members whose group requests get no answer
-        self.expired: List[Tuple[str, float]] = []
-        self.history: List[Tuple[float, int, Dict[str, List[TopicPartition]]]] = []
-        self._ids = 0
-        for key, fn in ((10, self._find), (11, self._join), (14, self._sync), (12, self._hb),
-                        (13, self._leave), (8, self._commit), (9, self._offset_fetch),
-                        (2, self._list_offsets), (1, self._fetch)):
-            self.handlers[key] = fn
-        if session_reaper:
-            threading.Thread(target=self._reaper, daemon=True).start()
-
-    # ---------------------------------------------------------------- data
-    def append(self, partition: int, values: List[bytes]) -> None:
-        with self.cond:
-            self.logs[partition].extend(values)
-
-    def _batch(self, partition: int, start: int) -> Optional[bytes]:
-        log = self.logs[partition]
-        if start >= len(log):
-            return None
-        b = BatchBuilder(base_offset=start)
-        for i in range(start, min(len(log), start + self.batch_records)):
-            b.append(log[i], None, TS0 + i * 1000)
-        return b.build()
-
-    def _fetch(self, node, req):
-        m = req.message
-        parts = []
-        time.sleep(0.01)
-        for t in m.topics:
-            out = []
-            for p in t.partitions:
-                if p.partition in self.raw:
-                    data, aborted = self.raw[p.partition]
-                    out.append({"partition_index": p.partition, "high_watermark": 1000,
-                                "last_stable_offset": 1000,
-                                "aborted_transactions": [{"producer_id": a, "first_offset": b}
-                                                         for a, b in aborted],
-                                "records": data if p.fetch_offset == 0 else b""})
-                    continue
-                with self.cond:
-                    data = self._batch(p.partition, p.fetch_offset)
-                    hw = len(self.logs[p.partition])
-                out.append({"partition_index": p.partition, "high_watermark": hw,
-                            "last_stable_offset": hw, "records": data or b""})
-            parts.append({"topic_id": TOPIC_ID, "topic": "t", "partitions": out})
-        return P.FetchResponse(responses=parts)
-
-    def _list_offsets(self, node, req):
-        topics = []
-        for t in req.message.topics:
-            ps = []
-            for p in t.partitions:
-                n = len(self.logs[p.partition_index])
-                if p.timestamp == -2:
-                    off = 0
-                elif p.timestamp == -1:
-                    off = n
-                else:
-                    off = next((i for i in range(n) if TS0 + i * 1000 >= p.timestamp), -1)
-                ps.append({"partition_index": p.partition_index, "offset": off,
-                           "timestamp": -1 if p.timestamp < 0 or off < 0 else TS0 + off * 1000})
-            topics.append({"name": t.name, "partitions": ps})
-        return P.ListOffsetsResponse(topics=topics)
-
-    # ---------------------------------------------------------------- group
-    def _find(self, node, req):
-        c = self.coordinator
-        port = self.port(c)
-        if req.api_version >= 4:
-            return P.FindCoordinatorResponse(coordinators=[{
-                "key": k, "node_id": c, "host": "127.0.0.1", "port": port}
-                for k in req.message.coordinator_keys])
-        return P.FindCoordinatorResponse(node_id=c, host="127.0.0.1", port=port)
-
-    def _not_coordinator(self, node) -> bool:
-        return node != self.coordinator
-
-    def _join(self, node, req):
-        m = req.message
-        if m.member_id in self.silenced:
-            return "silent"
-        if self._not_coordinator(node):
-            return P.JoinGroupResponse(error_code=16, member_id=m.member_id, members=[])
-        with self.cond:
-            member = m.member_id
-            if not member:
-                if m.group_instance_id is not None:
-                    member = f"{m.group_instance_id}-{self._ids}"
-                    self._ids += 1
-                else:
-                    self._ids += 1
-                    return P.JoinGroupResponse(error_code=79, member_id=f"member-{self._ids}",
-                                               members=[])
-            elif member not in self.members and m.group_instance_id is None and \
-                    member not in self._known_ids():
-                return P.JoinGroupResponse(error_code=25, member_id=member, members=[])
-            protocols = {p.name: p.metadata for p in m.protocols}
-            self.members[member] = {"protocols": protocols, "last_seen": time.monotonic(),
-                                    "session": m.session_timeout_ms / 1000.0}
-            self._open_round()
-            self.joined[member] = b""
-            gen = self.generation
-            end = time.monotonic() + 5
-            while set(self.joined) != set(self.members) and time.monotonic() < end \
-                    and self.generation == gen:
-                self.cond.wait(0.05)
-            if self.generation == gen:
-                # every member rejoined (or the stragglers were dropped): close the round
-                for late in set(self.members) - set(self.joined):
-                    del self.members[late]
-                    self.expired.append((late, time.monotonic()))
-                self.generation += 1
-                self.round_open = False
-                self.assignments = None
-                self.leader = sorted(self.joined)[0]
-                self.cond.notify_all()
-            leader = self.leader
-            names = [p.name for p in m.protocols]
-            chosen = next(n for n in names if all(n in self.members[x]["protocols"]
-                                                  for x in self.members))
-            members = []
-            if member == leader:
-                members = [{"member_id": x, "metadata": self.members[x]["protocols"][chosen]}
-                           for x in sorted(self.members)]
-            return P.JoinGroupResponse(generation_id=self.generation, protocol_name=chosen,
-                                       leader=leader, member_id=member, members=members)
-
-    def _known_ids(self):
-        return {f"member-{i}" for i in range(self._ids + 1)}
-
-    def _open_round(self) -> None:
-        if not self.round_open:
-            self.round_open = True
-            self.joined = {}
-            self.cond.notify_all()
-
-    def _sync(self, node, req):
-        m = req.message
-        if m.member_id in self.silenced:
-            return "silent"
-        if self._not_coordinator(node):
-            return P.SyncGroupResponse(error_code=16)
-        with self.cond:
-            if m.member_id not in self.members:
-                return P.SyncGroupResponse(error_code=25)
-            if m.generation_id != self.generation or self.round_open:
-                return P.SyncGroupResponse(error_code=27)
-            self.members[m.member_id]["last_seen"] = time.monotonic()
-            if m.assignments:
-                self.assignments = {a.member_id: a.assignment for a in m.assignments}
-                self.history.append((time.monotonic(), self.generation, {
-                    k: decode_assignment(v).partitions for k, v in self.assignments.items()}))
-                self.cond.notify_all()
-            end = time.monotonic() + 5
-            while self.assignments is None and time.monotonic() < end and \
-                    m.generation_id == self.generation:
-                self.cond.wait(0.05)
-            if m.generation_id != self.generation or self.assignments is None:
-                return P.SyncGroupResponse(error_code=27)
-            return P.SyncGroupResponse(assignment=self.assignments.get(m.member_id, b""))
-
-    def _hb(self, node, req):
-        m = req.message
-        if m.member_id in self.silenced:
-            return "silent"
-        if self._not_coordinator(node):
-            return P.HeartbeatResponse(error_code=16)
-        with self.cond:
-            if m.member_id not in self.members:
-                return P.HeartbeatResponse(error_code=25)
-            self.members[m.member_id]["last_seen"] = time.monotonic()
-            if self.round_open:
-                return P.HeartbeatResponse(error_code=27)
-            if m.generation_id != self.generation:
-                return P.HeartbeatResponse(error_code=22)
-            return P.HeartbeatResponse()
-
-    def _leave(self, node, req):
-        if self._not_coordinator(node):
-            return P.LeaveGroupResponse(error_code=16)
-        m = req.message
-        ids = [x.member_id for x in m.members] if req.api_version >= 3 else [m.member_id]
-        with self.cond:
-            for x in ids:
-                if self.members.pop(x, None) is not None:
-                    self._open_round()
-        return P.LeaveGroupResponse()
-
-    def _reaper(self) -> None:
-        while not self._stop.is_set():
-            time.sleep(0.02)
-            with self.cond:
-                now = time.monotonic()
-                for x, info in list(self.members.items()):
-                    if now - info["last_seen"] > info["session"]:
-                        del self.members[x]
-                        self.expired.append((x, now))
-                        self._open_round()
-
-    def _commit(self, node, req):
-        m = req.message
-        if m.member_id in self.silenced:
-            return "silent"
-        code = 0
-        if self._not_coordinator(node):
-            code = 16
-        else:
-            with self.cond:
-                gen = m.generation_id_or_member_epoch
-                if gen >= 0 and m.member_id not in self.members:
-                    code = 25
-                elif gen >= 0 and gen != self.generation:
-                    code = 22
-                else:
-                    for t in m.topics:
-                        for p in t.partitions:
-                            self.committed[(t.name, p.partition_index)] = p.committed_offset
-        return P.OffsetCommitResponse(topics=[{"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions]}
-            for t in m.topics])
-
-    def _offset_fetch(self, node, req):
-        m = req.message
-        if req.api_version >= 8:
-            g = m.groups[0]
-            code = 16 if self._not_coordinator(node) else 0
-            topics = [{"name": t.name, "partitions": [
-                {"partition_index": p, "committed_offset": self.committed.get((t.name, p), -1),
-                 "metadata": ""} for p in t.partition_indexes]} for t in g.topics]
-            return P.OffsetFetchResponse(groups=[{"group_id": g.group_id, "topics": topics,
-                                                  "error_code": code}])
-        code = 16 if self._not_coordinator(node) else 0
-        return P.OffsetFetchResponse(error_code=code, topics=[{"name": t.name, "partitions": [
-            {"partition_index": p, "committed_offset": self.committed.get((t.name, p), -1),
-             "metadata": ""} for p in t.partition_indexes]} for t in m.topics])
-
-
-class Member(threading.Thread):
-    """A kafkawire group member on its own thread; logs (time, tp, offset) of every delivery."""
-
-    def __init__(self, cluster, name, **kw):
-        super().__init__(daemon=True, name=name)
-        kw.setdefault("session_timeout_ms", 1500)
-        kw.setdefault("heartbeat_interval_ms", 100)
-        kw.setdefault("request_timeout_ms", 3000)
-        kw.setdefault("retry_backoff_ms", 20)
-        self.c = kafkawire.Consumer(cluster.bootstrap, "g", auto_offset_reset="earliest",
-                                    enable_auto_commit=False, **kw)
-        self.c.subscribe(["t"], on_revoke=self._revoked, on_lost=self._lost)
-        self.deliveries: List[Tuple[float, TopicPartition, int]] = []
-        self.lost_at: List[float] = []
-        self.stop = threading.Event()
-        self.error = None
-
-    def _revoked(self, c, tps):
-        c.commit({tp: c.position(tp) for tp in tps})
-
-    def _lost(self, c, tps):
-        self.lost_at.append(time.monotonic())
-
-    def run(self):
-        try:
-            while not self.stop.is_set():
-                recs = self.c.poll(50)
-                now = time.monotonic()
-                self.deliveries.extend((now, TopicPartition(r.topic, r.partition), r.offset)
-                                       for r in recs)
-                if recs:
-                    try:
-                        self.c.commit(timeout_ms=1000)
-                    except Exception:  # noqa: BLE001 - a cut-off member cannot commit
-                        pass
-            self.c.close()
-        except BaseException as exc:
-            self.error = exc
-
-
-def _wait(cond, seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
-
 
 def _all_offsets(cluster):
     return {(TopicPartition("t", p), o) for p, log in cluster.logs.items() for o in range(len(log))}
@@ -360,18 +49,18 @@ def test_coordinator_moves_without_losing_or_repeating_records(cluster):
     a.start()
     b.start()
     try:
-        assert _wait(lambda: len(a.c.assignment()) == 2 and len(b.c.assignment()) == 2, 20)
-        assert _wait(lambda: len(_delivered(a, b)) >= 120, 20)
+        assert wait_for(lambda: len(a.c.assignment()) == 2 and len(b.c.assignment()) == 2, 20)
+        assert wait_for(lambda: len(_delivered(a, b)) >= 120, 20)
         generation = cluster.generation
         cluster.coordinator = 1   # node 0 now answers NOT_COORDINATOR to every group call
         for p in range(4):
             cluster.append(p, [f"{p}-{i}".encode() for i in range(30, 60)])
-        assert _wait(lambda: len(_delivered(a, b)) >= 240, 20), len(_delivered(a, b))
+        assert wait_for(lambda: len(_delivered(a, b)) >= 240, 20), len(_delivered(a, b))
         got = _delivered(a, b)
         assert sorted(got) == sorted(_all_offsets(cluster)), "a record was lost or read twice"
         assert a.error is None and b.error is None
         # Both members found the new coordinator; heartbeats and commits went there.
-        assert _wait(lambda: any(node == 1 and api == 12 for node, api, _, _ in cluster.requests),
+        assert wait_for(lambda: any(node == 1 and api == 12 for node, api, _, _ in cluster.requests),
                      5)
         assert cluster.committed[("t", 0)] == 60
         assert cluster.generation == generation   # moving the coordinator needs no rebalance
@@ -390,8 +79,8 @@ def test_a_member_cut_off_stops_before_its_partitions_move(cluster):
     a.start()
     b.start()
     try:
-        assert _wait(lambda: len(a.c.assignment()) == 2 and len(b.c.assignment()) == 2, 20)
-        assert _wait(lambda: len(_delivered(a, b)) >= 40, 20)
+        assert wait_for(lambda: len(a.c.assignment()) == 2 and len(b.c.assignment()) == 2, 20)
+        assert wait_for(lambda: len(_delivered(a, b)) >= 40, 20)
         a_parts = set(a.c.assignment())
         a_id = a.c.member_id
         # Cut a off: its group requests get no answer; the coordinator expires it after its
@@ -410,9 +99,9 @@ def test_a_member_cut_off_stops_before_its_partitions_move(cluster):
 
         feeder = threading.Thread(target=feed, daemon=True)
         feeder.start()
-        assert _wait(lambda: any(x == a_id for x, _ in cluster.expired), 15)
+        assert wait_for(lambda: any(x == a_id for x, _ in cluster.expired), 15)
         expired_at = min(t for x, t in cluster.expired if x == a_id)
-        assert _wait(lambda: len(b.c.assignment()) == 4, 10), b.c.assignment()
+        assert wait_for(lambda: len(b.c.assignment()) == 4, 10), b.c.assignment()
         time.sleep(1.0)
         stop_feed.set()
         feeder.join()
@@ -690,10 +379,10 @@ def test_a_member_that_stops_polling_leaves_and_rejoins(cluster):
             got += c.poll(100)
         generation = c.generation
         time.sleep(1.2)   # longer than max_poll_interval_ms without a poll
-        assert _wait(lambda: any(api == 13 for _, api, _, _ in cluster.requests), 5)
+        assert wait_for(lambda: any(api == 13 for _, api, _, _ in cluster.requests), 5)
         c.poll(2000)   # finds the membership lost, reports it, rejoins
         assert lost and sorted(lost[0]) == [("t", p) for p in range(4)]
-        assert _wait(lambda: c.poll(100) is not None and c.generation > generation, 10)
+        assert wait_for(lambda: c.poll(100) is not None and c.generation > generation, 10)
         assert len(c.assignment()) == 4
     finally:
         c.close()

@@ -10,7 +10,6 @@ or the Arrow path, where the broker lists aborted transactions (the mock does no
 from __future__ import annotations
 
 import collections
-import itertools
 import re
 import threading
 import time
@@ -23,23 +22,10 @@ from kafkawire.client.config import ConfigError
 
 ck = pytest.importorskip("confluent_kafka")
 
+from fake_brokers import wait_for  # noqa: E402
+from mock_cluster import unique_name  # noqa: E402
+
 pytestmark = pytest.mark.one_backend
-
-_names = itertools.count()
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{next(_names)}-{int(time.time() * 1000) % 100000}"
-
-
-@pytest.fixture(scope="module")
-def mock():
-    owner = ck.Producer({"test.mock.num.brokers": 3, "log_level": 0})
-    md = owner.list_topics(timeout=10)
-    bootstrap = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
-    yield bootstrap
-    owner.flush(5)
-
 
 @pytest.fixture(scope="module")
 def client(mock):
@@ -73,9 +59,9 @@ def _drain(consumer, want_count: int, timeout: float = 20.0):
 
 
 def test_subscribe_reads_every_record_once_and_commits(mock, client):
-    topic = _name("sub")
+    topic = unique_name("sub")
     want = _fill(client, topic, 50)
-    with _consumer(mock, _name("g"), enable_auto_commit=False) as c:
+    with _consumer(mock, unique_name("g"), enable_auto_commit=False) as c:
         c.subscribe([topic])
         got = _drain(c, len(want))
         assert sorted(r.value for r in got) == sorted(want)
@@ -97,7 +83,7 @@ def test_subscribe_reads_every_record_once_and_commits(mock, client):
 
 
 def test_assign_seek_pause_positions(mock, client):
-    topic = _name("assign")
+    topic = unique_name("assign")
     _fill(client, topic, 30)
     with _consumer(mock) as c:
         tp0, tp1 = (topic, 0), (topic, 1)
@@ -130,21 +116,21 @@ def test_unknown_setting_is_named(mock):
 
 
 def test_auto_offset_reset_latest_and_none(mock, client):
-    topic = _name("reset")
+    topic = unique_name("reset")
     _fill(client, topic, 10)
     with _consumer(mock, auto_offset_reset="latest") as c:
         c.assign([(topic, 0)])
         assert c.position((topic, 0)) == 10
-    with _consumer(mock, _name("g"), auto_offset_reset="none") as c:
+    with _consumer(mock, unique_name("g"), auto_offset_reset="none") as c:
         c.assign([(topic, 0)])
         with pytest.raises(kafkawire.client.consumer.NoOffsetForPartitionError):
             c.poll(100)
 
 
 def test_pattern_subscription_follows_new_topics(mock, client):
-    prefix = _name("pat")
+    prefix = unique_name("pat")
     first = _fill(client, f"{prefix}-a", 5)
-    with _consumer(mock, _name("g"), metadata_max_age_ms=500) as c:
+    with _consumer(mock, unique_name("g"), metadata_max_age_ms=500) as c:
         c.subscribe(pattern=re.escape(prefix) + r"-.*")
         got = _drain(c, len(first))
         assert sorted(r.value for r in got) == sorted(first)
@@ -202,13 +188,6 @@ def _ck_poll(c, seconds, into):
                 pass  # a rebalance started; membership changes in these tests wait for quiet
 
 
-def _wait(cond, seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end and not cond():
-        time.sleep(0.05)
-    return cond()
-
-
 def _split(kw, ckc, topic):
     kw_parts = kw.c.assignment()
     ck_parts = {(tp.topic, tp.partition) for tp in ckc.assignment()}
@@ -219,8 +198,8 @@ def _split(kw, ckc, topic):
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
 def test_shared_group_with_confluent_kafka(mock, client, strategy):
     """Membership changes while the members are caught up: every record read exactly once."""
-    topic = _name(f"mixed-{strategy}")
-    group = _name("g")
+    topic = unique_name(f"mixed-{strategy}")
+    group = unique_name("g")
     client.metadata([topic], allow_auto_topic_creation=True)
     kw = _KWMember(mock, group, topic, strategy)
     kw.start()
@@ -228,25 +207,25 @@ def test_shared_group_with_confluent_kafka(mock, client, strategy):
     ck_got = []
     try:
         # Both members get a share of the partitions, and read what is written once between them.
-        assert _wait(lambda: _ck_poll(ckc, 0.2, ck_got) or _split(kw, ckc, topic), 30), \
+        assert wait_for(lambda: _ck_poll(ckc, 0.2, ck_got) or _split(kw, ckc, topic), 30), \
             (kw.c.assignment(), ckc.assignment(), kw.error)
         want = _fill(client, topic, 40)
-        assert _wait(lambda: _ck_poll(ckc, 0.2, ck_got) or
+        assert wait_for(lambda: _ck_poll(ckc, 0.2, ck_got) or
                      len(kw.records) + len(ck_got) >= len(want), 30)
         assert kw.records and ck_got
         values = [r.value for r in kw.records] + [m.value() for m in ck_got]
         assert sorted(values) == sorted(want)
         # The confluent member leaves: kafkawire takes over every partition.
         ckc.close()
-        assert _wait(lambda: len(kw.c.assignment()) == 4, 30), (kw.c.assignment(), kw.error)
+        assert wait_for(lambda: len(kw.c.assignment()) == 4, 30), (kw.c.assignment(), kw.error)
         more = _fill(client, topic, 10, start=40)
-        assert _wait(lambda: sum(r.value in more for r in kw.records) == len(more), 30)
+        assert wait_for(lambda: sum(r.value in more for r in kw.records) == len(more), 30)
         # A new confluent member joins and gets a share again.
         ckc = _ck_consumer(mock, group, topic, strategy)
-        assert _wait(lambda: _ck_poll(ckc, 0.2, ck_got) or _split(kw, ckc, topic), 30), \
+        assert wait_for(lambda: _ck_poll(ckc, 0.2, ck_got) or _split(kw, ckc, topic), 30), \
             (kw.c.assignment(), ckc.assignment(), kw.error)
         last = _fill(client, topic, 10, start=50)
-        assert _wait(lambda: _ck_poll(ckc, 0.2, ck_got) or
+        assert wait_for(lambda: _ck_poll(ckc, 0.2, ck_got) or
                      len(kw.records) + len(ck_got) >= len(want | more | last), 30)
         values = [r.value for r in kw.records] + [m.value() for m in ck_got]
         assert sorted(values) == sorted(want | more | last), "a record was lost or read twice"
@@ -259,7 +238,7 @@ def test_shared_group_with_confluent_kafka(mock, client, strategy):
 
 def _transactions(bootstrap, topic):
     """committed c0..c4, aborted a0..a4, committed c5..c9 on partition 0 (plus a stray aborted tail)."""
-    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": _name("tx"),
+    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": unique_name("tx"),
                      "log_level": 0})
     p.init_transactions(10)
     for label, rng, commit in (("c", range(5), True), ("a", range(5), False),
@@ -281,10 +260,10 @@ def test_read_committed_on_the_mock_matches_librdkafka(mock, client):
     own read_committed consumer shows aborted records there too); on it, kafkawire must read
     exactly what librdkafka reads.  The aborted records of these same transactions are hidden
     in tests/test_consumer_fake.py, where the broker lists them as Kafka's does."""
-    topic = _name("txn")
+    topic = unique_name("txn")
     client.metadata([topic], allow_auto_topic_creation=True)
     committed, aborted = _transactions(mock, topic)
-    cc = ck.Consumer({"bootstrap.servers": mock, "group.id": _name("g"), "log_level": 0,
+    cc = ck.Consumer({"bootstrap.servers": mock, "group.id": unique_name("g"), "log_level": 0,
                       "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
     cc.assign([ck.TopicPartition(topic, 0, 0)])
     theirs = []
@@ -307,7 +286,7 @@ def test_read_committed_on_the_mock_matches_librdkafka(mock, client):
 
 
 def test_poll_arrow_matches_poll(mock, client):
-    topic = _name("arrow")
+    topic = unique_name("arrow")
     want = _fill(client, topic, 100)
     with _consumer(mock) as c:
         c.assign([(topic, p) for p in range(4)])

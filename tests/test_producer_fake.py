@@ -1,6 +1,6 @@
 """The producer against scripted brokers: the faults a real peer will not show on demand.
 
-``IdempotentLog`` keeps each partition's log the way a broker's producer state
+``fake_brokers.IdempotentLog`` keeps each partition's log the way a broker's producer state
 does (KIP-98): per producer id and epoch, a batch whose first sequence is the
 next expected one is appended, a batch already written (one of the last five)
 is answered with its original offset and not written again, anything else is
@@ -14,7 +14,6 @@ import time
 
 import pytest
 
-import kafkawire
 from kafkawire import protocol as P
 from kafkawire.client import partition_for_key
 from kafkawire.client.config import ConfigError
@@ -23,98 +22,9 @@ from kafkawire.client.exceptions import (BufferFullError, DeliveryTimeoutError,
 from kafkawire.client.producer import Producer
 from kafkawire.errors import ProtocolError
 from kafkawire.protocol import error_codes as E
-from test_client_fake import FakeCluster
+from fake_brokers import IdempotentLog, numbered, send_all
 
 pytestmark = pytest.mark.one_backend
-
-
-class IdempotentLog:
-    """A broker's view of idempotent produce requests, per partition."""
-
-    def __init__(self, fake: FakeCluster) -> None:
-        self.fake = fake
-        self.logs = {}          # (topic, partition) -> [(value, key, headers, pid, epoch, seq)]
-        self.state = {}         # (topic, partition, pid) -> (epoch, [(first seq, last seq, offset)])
-        self.next_pid = 1000
-        self.init_requests = []
-        self.lock = threading.Lock()
-        self.fault = None       # fault(node, req, n) -> None | answer; n counts Produce requests
-        self.n = 0
-        fake.handlers[22] = self.init_producer_id
-        fake.handlers[0] = self.produce
-
-    def init_producer_id(self, node, req):
-        m = req.message
-        self.init_requests.append((m.producer_id, m.producer_epoch))
-        if m.producer_id >= 0:
-            return P.InitProducerIdResponse(producer_id=m.producer_id,
-                                            producer_epoch=m.producer_epoch + 1)
-        self.next_pid += 1
-        return P.InitProducerIdResponse(producer_id=self.next_pid, producer_epoch=0)
-
-    def produce(self, node, req):
-        with self.lock:
-            self.n += 1
-            n = self.n
-        if self.fault is not None:
-            out = self.fault(node, req, n)
-            if out is not None:
-                return out
-        return self.answer(req)
-
-    def append(self, topic, partition, data):
-        """Apply one batch as a broker would: (error code, base offset)."""
-        batch = next(iter(kafkawire.iter_batches(data, verify_crc=True)))
-        tp = (topic, partition)
-        log = self.logs.setdefault(tp, [])
-        pid, epoch, seq = batch.producer_id, batch.producer_epoch, batch.base_sequence
-        n = len(batch.records())
-        if pid >= 0:
-            st_epoch, seen = self.state.get((topic, partition, pid), (epoch, []))
-            if epoch < st_epoch:
-                return 47, -1
-            if epoch > st_epoch:
-                seen = []
-                if seq != 0:
-                    return 45, -1
-            for first, last, offset in seen:
-                if first == seq:
-                    return 0, offset  # a duplicate: its first answer again
-            # sequences wrap from 2**31-1 to 0, as a broker counts them
-            expected = (seen[-1][1] + 1) & 0x7FFFFFFF if seen else 0
-            if seq != expected:
-                return 45, -1
-            seen = (seen + [(seq, (seq + n - 1) & 0x7FFFFFFF, len(log))])[-5:]
-            self.state[(topic, partition, pid)] = (epoch, seen)
-        base = len(log)
-        for r in batch.records():
-            log.append((r.value, r.key, list(r.headers), pid, epoch, seq))
-        return 0, base
-
-    def answer(self, req, codes=None):
-        out = []
-        for t in req.message.topic_data:
-            parts = []
-            for p in t.partition_data:
-                code = (codes or {}).get((t.name, p.index))
-                if code is None:
-                    with self.lock:
-                        code, base = self.append(t.name, p.index, p.records)
-                else:
-                    base = -1
-                parts.append({"index": p.index, "error_code": code, "base_offset": base})
-            out.append({"name": t.name, "partition_responses": parts})
-        return P.ProduceResponse(responses=out)
-
-    def values(self, topic="t", partition=0):
-        return [r[0] for r in self.logs.get((topic, partition), [])]
-
-
-@pytest.fixture
-def fake():
-    cluster = FakeCluster(2)
-    yield cluster
-    cluster.close()
 
 
 @pytest.fixture
@@ -122,25 +32,16 @@ def broker(fake):
     return IdempotentLog(fake)
 
 
-def _values(n, prefix=b"v"):
-    return [prefix + str(i).encode() for i in range(n)]
-
-
 def _error_once(broker, n, code):
     """A fault: the ``n``-th Produce request is answered with ``code`` (nothing written)."""
     return lambda node, req, i: broker.answer(req, codes={("t", 0): code}) if i == n else None
 
 
-def _send_all(p, values, partition=0, topic="t"):
-    futures = [p.send(topic, v, partition=partition) for v in values]
-    assert p.flush(20) == 0
-    return futures
-
 
 def test_delivers_in_order_with_metadata(fake, broker):
     with Producer(fake.bootstrap, linger_ms=1, batch_size=200) as p:
-        futures = _send_all(p, _values(100))
-    assert broker.values() == _values(100)
+        futures = send_all(p, numbered(100))
+    assert broker.values() == numbered(100)
     mds = [f.result() for f in futures]
     assert [m.offset for m in mds] == list(range(100))
     assert {(m.topic, m.partition) for m in mds} == {("t", 0)}
@@ -157,8 +58,8 @@ def test_lost_answer_is_retried_without_duplicates(fake, broker):
     broker.fault = lose_second
     with Producer(fake.bootstrap, linger_ms=0, batch_size=100, request_timeout_ms=400,
                   retry_backoff_ms=10) as p:
-        futures = _send_all(p, _values(60))
-    assert broker.values() == _values(60)
+        futures = send_all(p, numbered(60))
+    assert broker.values() == numbered(60)
     assert [f.result().offset for f in futures] == list(range(60))
 
 
@@ -171,8 +72,8 @@ def test_connection_drop_with_requests_in_flight(fake, broker):
     broker.fault = drop
     with Producer(fake.bootstrap, linger_ms=0, batch_size=100, retry_backoff_ms=5,
                   reconnect_backoff_ms=5) as p:
-        futures = _send_all(p, _values(80))
-    assert broker.values() == _values(80)
+        futures = send_all(p, numbered(80))
+    assert broker.values() == numbered(80)
     assert [f.result().offset for f in futures] == list(range(80))
 
 
@@ -181,16 +82,16 @@ def test_out_of_order_after_a_failed_batch_is_retried_in_order(fake, broker):
     broker.fault = _error_once(broker, 3, 19)  # NOT_ENOUGH_REPLICAS
     with Producer(fake.bootstrap, linger_ms=0, batch_size=100, retry_backoff_ms=5,
                   max_in_flight_requests_per_connection=5) as p:
-        futures = _send_all(p, _values(150))
-    assert broker.values() == _values(150)
+        futures = send_all(p, numbered(150))
+    assert broker.values() == numbered(150)
     assert [f.result().offset for f in futures] == list(range(150))
 
 
 def test_unknown_producer_id_bumps_the_epoch(fake, broker):
     broker.fault = _error_once(broker, 2, 59)  # UNKNOWN_PRODUCER_ID
     with Producer(fake.bootstrap, linger_ms=0, batch_size=100, retry_backoff_ms=5) as p:
-        futures = _send_all(p, _values(50))
-    assert broker.values() == _values(50)
+        futures = send_all(p, numbered(50))
+    assert broker.values() == numbered(50)
     assert [f.result().offset for f in futures] == list(range(50))
     assert broker.init_requests == [(-1, -1), (1001, 0)]
     epochs = [r[4] for r in broker.logs[("t", 0)]]
@@ -219,8 +120,8 @@ def test_not_leader_refreshes_metadata_and_follows_the_leader(fake, broker):
             return broker.answer(req, codes={("t", 0): 6})
     broker.fault = fault
     with Producer(fake.bootstrap, linger_ms=0, retry_backoff_ms=5) as p:
-        futures = _send_all(p, _values(10))
-    assert broker.values() == _values(10)
+        futures = send_all(p, numbered(10))
+    assert broker.values() == numbered(10)
     assert any(r[0] == 1 and r[1] == 0 for r in fake.requests)
 
 

@@ -14,7 +14,7 @@ import pytest
 from kafkawire.client import partition_for_key
 from kafkawire.client.producer import Producer
 from kafkawire.compression import CODECS
-from test_client_mock import _topic, mock_cluster  # noqa: F401 (a fixture)
+from mock_cluster import unique_name
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -54,7 +54,7 @@ def _records(codec: str, n: int = 300):
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_confluent_consumer_reads_what_kafkawire_produced(bootstrap, codec):
-    topic = _topic(f"p-{codec}")
+    topic = unique_name(f"p-{codec}")
     recs = _records(codec)
     with Producer(bootstrap, compression_type=codec, linger_ms=2, batch_size=2000) as p:
         futures = [p.send(topic, r["value"], key=r["key"], headers=r["headers"],
@@ -81,7 +81,7 @@ def test_confluent_consumer_reads_what_kafkawire_produced(bootstrap, codec):
 
 def test_idempotent_batches_carry_producer_id_and_sequences(bootstrap):
     from kafkawire.client import Client
-    topic = _topic("idem")
+    topic = unique_name("idem")
     with Producer(bootstrap, linger_ms=1, batch_size=500) as p:
         for i in range(200):
             p.send(topic, b"%d" % i, partition=0)
@@ -104,7 +104,7 @@ def test_idempotent_batches_carry_producer_id_and_sequences(bootstrap):
 
 def test_send_batch_from_arrow_and_lists(bootstrap):
     pa = pytest.importorskip("pyarrow")
-    topic = _topic("bulk")
+    topic = unique_name("bulk")
     n = 5000
     keyed = pa.table({"key": [b"k%d" % (i % 50) for i in range(n)],
                       "value": [b"keyed-%d" % i for i in range(n)],
@@ -144,7 +144,7 @@ def test_send_batch_from_arrow_and_lists(bootstrap):
 
 def test_transactions_commit_and_abort(bootstrap):
     from kafkawire.client import Client
-    topic = _topic("txn")
+    topic = unique_name("txn")
     with Producer(bootstrap, transactional_id=f"tx-{topic}", linger_ms=1) as p:
         p.init_transactions(30)
         p.begin_transaction()

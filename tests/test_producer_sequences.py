@@ -13,10 +13,15 @@ import kafkawire
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import error_codes as E
 
-from test_producer_fake import _send_all, _values
-from test_producer_fake import broker, fake  # noqa: F401 - the fixtures
+from fake_brokers import IdempotentLog, numbered, send_all
 
 pytestmark = pytest.mark.one_backend
+
+
+@pytest.fixture
+def broker(fake):
+    return IdempotentLog(fake)
+
 
 MAX = 2**31 - 1
 
@@ -67,9 +72,9 @@ def test_sequences_wrap_to_zero_with_a_lost_answer_across_the_wrap(fake, broker)
                   retry_backoff_ms=10) as p:
         _near_the_wrap(p, broker, MAX - 20)
         broker.fault = fault
-        futures = _send_all(p, _values(60))
+        futures = send_all(p, numbered(60))
     assert lost
-    assert broker.values() == [b"start"] + _values(60)
+    assert broker.values() == [b"start"] + numbered(60)
     assert [f.result().offset for f in futures] == list(range(1, 61))
     # The batches' first sequences: from 2**31-20 up, then on from 0 (Kafka's wrap rule);
     # the retried one went out again with the same numbers.
@@ -88,7 +93,7 @@ def test_out_of_order_right_after_the_wrap_bumps_the_epoch(fake, broker):
     that lost our state gets a new epoch, as before the wrap, instead of endless retries."""
     with Producer(fake.bootstrap, linger_ms=0, retry_backoff_ms=5, batch_size=100) as p:
         pid = _near_the_wrap(p, broker, MAX - 2)
-        _send_all(p, _values(3, b"w"))            # sequences 2**31-2 .. 0
+        send_all(p, numbered(3, b"w"))            # sequences 2**31-2 .. 0
         assert broker.state[("t", 0, pid)][1][-1][1] == 0   # the last acked: 2**31-1 + 1
         broker.fault = lambda node, req, n: broker.answer(req, codes={("t", 0): 45})
         f = p.send("t", b"lost", partition=0)
