@@ -124,6 +124,10 @@ class RecoverReport:
     path: Optional[str] = None
     #: Steps finishing (or rolling back) a segment swap a crash interrupted (see kafkawire.log.swap).
     swaps: List[str] = field(default_factory=list)
+    #: The recovery point recovery started from (None: every segment was re-validated).
+    recovery_point: Optional[int] = None
+    #: Segments wholly below the recovery point: trusted, not re-validated (Kafka's rule).
+    trusted_segments: int = 0
 
     @property
     def truncated_bytes(self) -> int:
@@ -309,12 +313,32 @@ def _aborted_from_log(plans: Sequence[Any]) -> Dict[int, List[AbortedTxn]]:
     return out
 
 
+def _first_to_validate(segs: Sequence[Segment], recovery_point: Optional[int]) -> int:
+    """Index of the first segment to re-validate: the one holding ``recovery_point`` (every
+    offset below it was flushed before the checkpoint was written), so the segments wholly
+    below it are trusted, as Kafka's ``LogLoader`` trusts them; the last segment is always
+    re-validated."""
+    if recovery_point is None or not segs:
+        return 0
+    first = 0
+    for i in range(1, len(segs)):
+        if segs[i].base_offset <= recovery_point:
+            first = i
+    return first
+
+
 def plan_recovery(log: Log, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                  applied: bool = False) -> Tuple[RecoverReport, List[Any], Sequence[Segment]]:
-    """``(report, plans)``: the whole recovery of ``log`` worked out, nothing changed."""
-    report = RecoverReport(applied=applied, path=log.path)
+                  applied: bool = False, recovery_point: Optional[int] = None,
+                  ) -> Tuple[RecoverReport, List[Any], Sequence[Segment]]:
+    """``(report, plans)``: the whole recovery of ``log`` worked out, nothing changed.
+
+    With ``recovery_point`` (the ``recovery-point-offset-checkpoint`` entry) only the
+    segment holding it and later ones are re-validated; earlier ones are trusted."""
+    report = RecoverReport(applied=applied, path=log.path, recovery_point=recovery_point)
     plans = []
-    segs = log.segments
+    trusted = _first_to_validate(log.segments, recovery_point)
+    report.trusted_segments = trusted
+    segs = log.segments[trusted:]
     cut_at = None
     for i, seg in enumerate(segs):
         rec, builder, kept = _recover_segment(seg, index_interval_bytes)
@@ -426,15 +450,16 @@ def _move_aside(path: str, stamp: str) -> str:
 
 def recover_log(log: Log, apply: bool = False, *,
                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                lock: bool = True) -> RecoverReport:
+                lock: bool = True, recovery_point: Optional[int] = None) -> RecoverReport:
     """Recover every segment of ``log``; see the module docstring.
 
     ``lock=False`` when the caller already holds the folder's lock (a
-    ``LogWriter`` recovering the folder it opened).
+    ``LogWriter`` recovering the folder it opened).  ``recovery_point``: re-validate
+    only the segment holding this offset and later ones (a broker's start-up).
     """
     local = os.path.isdir(log.path)
     if not apply:
-        report = plan_recovery(log, index_interval_bytes)[0]
+        report = plan_recovery(log, index_interval_bytes, recovery_point=recovery_point)[0]
         report.swaps = complete_interrupted_swaps(log.path, apply=False) if local else []
         return report
     held = FolderLock(log.path, "recover --apply") if lock else None
@@ -442,7 +467,8 @@ def recover_log(log: Log, apply: bool = False, *,
         # A compaction's segment swap cut short: completed or rolled back as a broker does.
         swaps = complete_interrupted_swaps(log.path) if local else []
         log.refresh()
-        report, plans, later = plan_recovery(log, index_interval_bytes, applied=True)
+        report, plans, later = plan_recovery(log, index_interval_bytes, applied=True,
+                                             recovery_point=recovery_point)
         report.swaps = swaps
         busy = log.release_maps()
         if busy:

@@ -215,6 +215,10 @@ class LogWriter:
     long, unsynced, the log and its indexes are fsynced (None, the default:
     only on roll, :meth:`flush` and :meth:`close`).  Time is checked on each
     append and by :meth:`maybe_flush`, for a caller that schedules it.
+
+    ``recovery_point`` (a broker's ``recovery-point-offset-checkpoint`` entry):
+    opening re-validates only the segment holding it and later ones; earlier
+    segments were flushed and are trusted (None: every segment is re-validated).
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
@@ -223,7 +227,8 @@ class LogWriter:
                  max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES, start_offset: int = 0,
                  flush_messages: Optional[int] = None, flush_ms: Optional[int] = None,
                  clock: Optional[Callable[[], int]] = None,
-                 rng: Optional[random.Random] = None) -> None:
+                 rng: Optional[random.Random] = None,
+                 recovery_point: Optional[int] = None) -> None:
         self.path = os.path.abspath(os.fspath(path))
         if segment_bytes < 64:
             raise ValueError("segment_bytes must be at least 64")
@@ -251,6 +256,7 @@ class LogWriter:
         self.closed = False
         os.makedirs(self.path, exist_ok=True)
         self.recovery: Optional[RecoverReport] = None
+        self._recovery_point = recovery_point
         self.next_offset = start_offset
         self._lock = FolderLock(self.path, "LogWriter")
         try:
@@ -269,7 +275,7 @@ class LogWriter:
         log = Log.open(self.path)
         try:
             self.recovery = log.recover(apply=True, index_interval_bytes=self.index_interval_bytes,
-                                        lock=False)
+                                        lock=False, recovery_point=self._recovery_point)
             last = log.segments[-1]
             self.next_offset = max(log.next_offset, self.next_offset)
             base = last.base_offset

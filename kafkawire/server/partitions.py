@@ -130,19 +130,25 @@ class Partition:
     :attr:`log_end_offset` (= :attr:`high_watermark` on one node) and
     :attr:`last_stable_offset`."""
 
-    def __init__(self, manager: "PartitionManager", topic: Topic, index: int, path: str) -> None:
+    def __init__(self, manager: "PartitionManager", topic: Topic, index: int, path: str, *,
+                 recovery_point: Optional[int] = None) -> None:
         self.manager = manager
         self.topic = topic
         self.index = index
         self.path = path
         self.writer: Optional[LogWriter] = None
         if not manager.read_only:
-            self.writer = LogWriter(path, **self._writer_options())
+            # Kafka's rule: segments below the checkpointed recovery point were flushed
+            # and are trusted; the one holding it and later ones are re-validated.
+            self.writer = LogWriter(path, recovery_point=recovery_point, **self._writer_options())
+            manager.note_recovery(self)
         self.log = Log.open(path)
         self._stale = False
         self._files: Dict[int, IO[bytes]] = {}
         self.log_start_offset = self.log.start_offset
-        self.recovery_point = self.log_end_offset
+        #: Offsets below are on disk (fsynced): the next unclean start trusts them.
+        self.recovery_point = self.log_end_offset if recovery_point is None else min(
+            recovery_point, self.log_end_offset)
         self._producers = ProducerStateManager(path)
         self._active_base = self.writer.active_segment_base if self.writer is not None else -1
 
@@ -207,6 +213,8 @@ class Partition:
         self._stale = True
         base = self.writer.active_segment_base
         if base != self._active_base:
+            # A roll fsyncs the segment it closes: everything below the new base is on disk.
+            self.recovery_point = max(self.recovery_point, base)
             # A roll: snapshot the producer state as of the new segment's start (this
             # append's batch is not in it yet; its caller records it next).
             self._active_base = base
@@ -377,6 +385,10 @@ class PartitionManager:
         self._waiters: Set[asyncio.Future[None]] = set()
         self._lock = threading.Lock()
         self.clean_start = True
+        #: Start-up recovery counts: segments re-validated and segments trusted (below
+        #: their partition's recovery point), over every partition opened.
+        self.recovery_stats: Dict[str, int] = {"validated_segments": 0, "trusted_segments": 0,
+                                                 "recovered_partitions": 0}
 
     # -- start-up and shutdown ----------------------------------------------
     def load(self) -> None:
@@ -398,7 +410,8 @@ class PartitionManager:
                 if topic is None:
                     topic = Topic(tname, self._topic_id(path), dict(configs.get(tname, {})))
                     self.topics[tname] = topic
-                part = Partition(self, topic, index, path)
+                part = Partition(self, topic, index, path,
+                                 recovery_point=recovery.get((tname, index), 0))
                 part.log_start_offset = max(part.log_start_offset,
                                             min(starts.get((tname, index), 0), part.log_end_offset))
                 topic.partitions[index] = part
@@ -408,6 +421,20 @@ class PartitionManager:
                 log.warning("topic %s lacks partition folders %s", topic.name, sorted(missing))
         log.info("serving %d topics, %d partitions from %s", len(self.topics),
                  sum(len(t.partitions) for t in self.topics.values()), ", ".join(self.log_dirs))
+
+    def note_recovery(self, part: Partition) -> None:
+        """Count (and log) what opening ``part`` re-validated and trusted."""
+        report = part.writer.recovery if part.writer is not None else None
+        if report is None:
+            return
+        validated = len(report.segments) + len(report.removed_segments)
+        self.recovery_stats["validated_segments"] += validated
+        self.recovery_stats["trusted_segments"] += report.trusted_segments
+        self.recovery_stats["recovered_partitions"] += 1
+        level = logging.DEBUG if self.clean_start and not report.removed else logging.INFO
+        log.log(level, "%s: re-validated %d segment(s) from the recovery point %s, trusted %d "
+                "below it; %s", part.path, validated, report.recovery_point,
+                report.trusted_segments, report.summary())
 
     def _topic_id(self, path: str) -> uuid.UUID:
         meta = os.path.join(path, "partition.metadata")
