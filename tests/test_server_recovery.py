@@ -81,12 +81,19 @@ def test_unclean_start_revalidates_only_past_the_recovery_point(tmp_path, caplog
     assert glob.glob(os.path.join(folder, "*.cut-*"))   # the cut bytes were saved
 
 
-def test_clean_start_revalidates_only_the_last_segment(tmp_path):
+def _filled(tmp_path, count: int = 40):
+    """A log dir whose topic ``t`` holds ``count`` batches in small segments, cleanly
+    stopped; ``(log dir, segments)``."""
     d = str(tmp_path / "logs")
     with running_broker(d) as b:
         b.create_topic("t", 1, {"segment.bytes": "1024"})
-        _append(b, "t", 0, 40)
-        segments = len(Log.open(os.path.join(d, "t-0")).segments)
+        _append(b, "t", 0, count)
+    with Log.open(os.path.join(d, "t-0")) as lg:
+        return d, len(lg.segments)
+
+
+def test_clean_start_revalidates_only_the_last_segment(tmp_path):
+    d, segments = _filled(tmp_path)
     with running_broker(d) as b:
         stats = dict(b.partitions.recovery_stats)
         assert b.partitions.partition("t", 0).log_end_offset == 40
@@ -95,11 +102,7 @@ def test_clean_start_revalidates_only_the_last_segment(tmp_path):
 
 
 def test_without_a_checkpoint_every_segment_is_revalidated(tmp_path):
-    d = str(tmp_path / "logs")
-    with running_broker(d) as b:
-        b.create_topic("t", 1, {"segment.bytes": "1024"})
-        _append(b, "t", 0, 40)
-        segments = len(Log.open(os.path.join(d, "t-0")).segments)
+    d, segments = _filled(tmp_path)
     os.remove(os.path.join(d, CLEAN_SHUTDOWN_FILE))
     os.remove(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
     with running_broker(d) as b:
