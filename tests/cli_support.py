@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from kafkawire.cli import main
+
 
 def require_headers_decoded() -> None:
     """xfail (not fail) when the active backend's record decoder loses headers.
@@ -18,3 +20,10 @@ def require_headers_decoded() -> None:
     if list(rec.headers) != [("h", b"1")]:
         pytest.xfail(f"the {kafkawire.backend} backend's record decoder drops headers "
                      "(records layer bug, not the CLI's)")
+
+
+def run_cli(capsys, *argv):
+    """Run ``kafkawire ARGV`` in this process: ``(exit status, stdout, stderr)``."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -11,16 +11,11 @@ import sys
 import pytest
 
 import kafkawire
-from kafkawire.cli import main
+
+from cli_support import run_cli
 
 pytest.importorskip("kafkawire.log.writer")
 from kafkawire.log.writer import LogWriter  # noqa: E402
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write_partition(folder, n_batches=40, per_batch=20, compression="none"):
@@ -45,7 +40,7 @@ def segs(folder):
 
 
 def test_verify_clean_logdir(capsys, logdir):
-    code, out, err = run(capsys, "verify", str(logdir))
+    code, out, err = run_cli(capsys, "verify", str(logdir))
     assert code == 0, out + err
     lines = out.splitlines()
     assert len(lines) == 2 and all(line.endswith(": ok") for line in lines)
@@ -58,34 +53,34 @@ def test_verify_flipped_byte_and_recover(capsys, logdir):
     data = bytearray(open(first, "rb").read())
     data[len(data) // 2] ^= 0x55
     open(first, "wb").write(bytes(data))
-    code, out, err = run(capsys, "verify", folder)
+    code, out, err = run_cli(capsys, "verify", folder)
     assert code == 1
     assert "crc" in out.lower() and first in out
-    code, out, err = run(capsys, "verify", folder, "--json")
+    code, out, err = run_cli(capsys, "verify", folder, "--json")
     objs = [json.loads(x) for x in out.splitlines()]
     assert any(o["type"] == "problem" and o["segment"] == first for o in objs)
     assert objs[-1]["type"] == "summary" and objs[-1]["ok"] is False
 
     before = open(first, "rb").read()
-    code, out, err = run(capsys, "recover", folder)
+    code, out, err = run_cli(capsys, "recover", folder)
     assert code == 1 and "dry run" in out
     assert open(first, "rb").read() == before          # a dry run changes nothing
-    code, out, err = run(capsys, "recover", folder, "--apply")
+    code, out, err = run_cli(capsys, "recover", folder, "--apply")
     assert code == 0 and "applied" in out               # repaired: success
     assert any(".cut-" in n for n in os.listdir(folder))  # the cut bytes were saved
-    code, out, err = run(capsys, "verify", folder)
+    code, out, err = run_cli(capsys, "verify", folder)
     assert code == 0, out
-    code, out, err = run(capsys, "recover", folder)
+    code, out, err = run_cli(capsys, "recover", folder)
     assert code == 0
 
 
 def test_recover_refuses_a_single_file(capsys, logdir):
-    code, out, err = run(capsys, "recover", segs(str(logdir / "orders-0"))[0])
+    code, out, err = run_cli(capsys, "recover", segs(str(logdir / "orders-0"))[0])
     assert code == 1 and "whole partitions" in err and "Traceback" not in err
 
 
 def test_stats(capsys, logdir):
-    code, out, err = run(capsys, "stats", str(logdir), "--json")
+    code, out, err = run_cli(capsys, "stats", str(logdir), "--json")
     assert code == 0, err
     objs = {o["partition"]: o for o in map(json.loads, out.splitlines())}
     o = objs["orders-0"]
@@ -96,27 +91,27 @@ def test_stats(capsys, logdir):
     assert o["bytes"] == sum(os.path.getsize(p) for p in segs(str(logdir / "orders-0")))
     e = objs["events-1"]
     assert e["codecs"] == {"gzip": 5} and e["compressionRatio"] > 1.5
-    code, out, err = run(capsys, "stats", str(logdir / "orders-0"))
+    code, out, err = run_cli(capsys, "stats", str(logdir / "orders-0"))
     assert code == 0 and "records: 800" in out and "offsets: 0..799" in out
 
 
 def test_find_offset_and_timestamp(capsys, logdir):
     folder = str(logdir / "orders-0")
-    code, out, err = run(capsys, "find", folder, "--offset", "345", "--print-data-log")
+    code, out, err = run_cli(capsys, "find", folder, "--offset", "345", "--print-data-log")
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("segment: ") and lines[1].startswith("baseOffset: 340 lastOffset: 359")
     assert lines[2].startswith("| offset: 345 CreateTime: 1700000001705 ")
     assert lines[2].endswith("key: k5 payload: " + "v" * 50)
-    code, out, err = run(capsys, "find", folder, "--timestamp", "1700000001705", "--json")
+    code, out, err = run_cli(capsys, "find", folder, "--timestamp", "1700000001705", "--json")
     assert code == 0, err
     objs = [json.loads(x) for x in out.splitlines()]
     assert objs[-1]["type"] == "record" and objs[-1]["offset"] == 345
-    code, out, err = run(capsys, "find", folder, "--offset", "5000")
+    code, out, err = run_cli(capsys, "find", folder, "--offset", "5000")
     assert code == 1 and "not in" in err
-    code, out, err = run(capsys, "find", str(logdir), "--offset", "1")
+    code, out, err = run_cli(capsys, "find", str(logdir), "--offset", "1")
     assert code == 1 and "--partition" in err
-    code, out, err = run(capsys, "find", str(logdir), "--partition", "orders-0", "--offset", "1")
+    code, out, err = run_cli(capsys, "find", str(logdir), "--partition", "orders-0", "--offset", "1")
     assert code == 0
 
 
@@ -124,12 +119,12 @@ def test_dump_checks_real_indexes(capsys, logdir):
     folder = str(logdir / "orders-0")
     log0 = segs(folder)[0]
     idx, tidx = log0[:-4] + ".index", log0[:-4] + ".timeindex"
-    code, out, err = run(capsys, "dump", "--files", f"{idx},{tidx}")
+    code, out, err = run_cli(capsys, "dump", "--files", f"{idx},{tidx}")
     assert code == 0 and err == "", err
     lines = out.splitlines()
     assert any(line.startswith("offset: ") and " position: " in line for line in lines)
     assert any(line.startswith("timestamp: ") and " offset: " in line for line in lines)
-    code, out, err = run(capsys, "dump", "--files", f"{idx},{tidx}", "--verify-index-only")
+    code, out, err = run_cli(capsys, "dump", "--files", f"{idx},{tidx}", "--verify-index-only")
     assert code == 0 and out.splitlines() == [f"Dumping {idx}", f"Dumping {tidx}"]
 
     # corrupt an index entry's position and a time entry's timestamp
@@ -141,7 +136,7 @@ def test_dump_checks_real_indexes(capsys, logdir):
     ts, trel = struct.unpack_from(">qi", traw, 0)
     struct.pack_into(">qi", traw, 0, ts + 1, trel)
     open(tidx, "wb").write(bytes(traw))
-    code, out, err = run(capsys, "dump", "--files", f"{idx},{tidx}", "--verify-index-only")
+    code, out, err = run_cli(capsys, "dump", "--files", f"{idx},{tidx}", "--verify-index-only")
     assert code == 1
     errs = err.splitlines()
     assert errs[0] == f"Mismatches in :{os.path.abspath(idx)}"
@@ -159,7 +154,7 @@ def test_dump_time_index_offset_not_found(capsys, tmp_path):
     # an older broker's entry names the record (offset 1), not the batch's last offset (2)
     tidx = tmp_path / "00000000000000000000.timeindex"
     tidx.write_bytes(struct.pack(">qi", 101, 1) + struct.pack(">qi", 100, 2))
-    code, out, err = run(capsys, "dump", "--files", str(tidx))
+    code, out, err = run_cli(capsys, "dump", "--files", str(tidx))
     assert out.splitlines()[1:] == ["timestamp: 101 offset: 1", "timestamp: 100 offset: 2"]
     assert err.splitlines() == [
         f"Found timestamp mismatch in :{tidx}",
@@ -173,7 +168,7 @@ def test_dump_time_index_offset_not_found(capsys, tmp_path):
 def test_errors_are_one_line(capsys, tmp_path):
     for argv in (["verify", str(tmp_path / "missing")], ["stats", str(tmp_path)],
                  ["find", str(tmp_path / "nope"), "--offset", "1"]):
-        code, out, err = run(capsys, *argv)
+        code, out, err = run_cli(capsys, *argv)
         assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, argv
 
 
@@ -207,7 +202,7 @@ def test_stats_partition_metadata_and_leftovers(capsys, tmp_path):
         f.write("0\n2\n0 0\n3 20\n")
     with open(os.path.join(folder, "00000000000000000000.log.deleted"), "wb") as f:
         f.write(b"junk that must not be read")
-    code, out, err = run(capsys, "stats", folder, "--json")
+    code, out, err = run_cli(capsys, "stats", folder, "--json")
     assert code == 0, err
     o = json.loads(out)
     assert o["topicId"] == "abcdEFGH1234567890abcd" and o["leaderEpochs"] == [[0, 0], [3, 20]]

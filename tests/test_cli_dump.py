@@ -10,6 +10,8 @@ import pytest
 
 from kafkawire import _kernels as K
 from kafkawire.cli import main
+
+from cli_support import run_cli
 from cli_support import require_headers_decoded
 
 records = pytest.importorskip("kafkawire.records")
@@ -51,12 +53,6 @@ def segment(tmp_path):
     return str(path), batches
 
 
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def positions(batches):
     pos, out = 0, []
     for b in batches:
@@ -90,7 +86,7 @@ def expected_batch_lines(batches):
 
 def test_shallow_text_matches_kafka_format(capsys, segment):
     path, batches = segment
-    code, out, err = run(capsys, "dump", "--files", path)
+    code, out, err = run_cli(capsys, "dump", "--files", path)
     assert code == 0, err
     assert out.splitlines() == [f"Dumping {path}", "Log starting offset: 0"] + \
         expected_batch_lines(batches)
@@ -100,7 +96,7 @@ def test_shallow_text_matches_kafka_format(capsys, segment):
 def test_deep_iteration_with_data(capsys, segment):
     require_headers_decoded()
     path, batches = segment
-    code, out, err = run(capsys, "dump", "--files", path, "--print-data-log")
+    code, out, err = run_cli(capsys, "dump", "--files", path, "--print-data-log")
     assert code == 0, err
     lines = out.splitlines()[2:]
     bl = expected_batch_lines(batches)
@@ -123,11 +119,11 @@ def test_deep_iteration_with_data(capsys, segment):
 
 def test_deep_iteration_without_data_and_skip_metadata(capsys, segment):
     path, _ = segment
-    _, out, _ = run(capsys, "dump", "--files", path, "--deep-iteration")
+    _, out, _ = run_cli(capsys, "dump", "--files", path, "--deep-iteration")
     assert "| offset: 0 CreateTime: 1000 keySize: 2 valueSize: 2 sequence: -1 headerKeys: []" \
         in out.splitlines()
     assert "payload" not in out
-    _, out, _ = run(capsys, "dump", "--files", path, "--print-data-log", "--skip-record-metadata")
+    _, out, _ = run_cli(capsys, "dump", "--files", path, "--print-data-log", "--skip-record-metadata")
     lines = out.splitlines()
     assert "| key: k0 payload: v0" in lines
     # as Kafka: the "| " prefix is only printed with metadata or a key
@@ -144,7 +140,7 @@ RECORD_KEYS = ["type", "offset", "timestamp", "timestampType", "key", "value", "
 def test_json_objects(capsys, segment):
     require_headers_decoded()
     path, batches = segment
-    code, out, err = run(capsys, "dump", "--files", path, "--deep-iteration", "--json")
+    code, out, err = run_cli(capsys, "dump", "--files", path, "--deep-iteration", "--json")
     assert code == 0, err
     objs = [json.loads(line) for line in out.splitlines()]
     assert objs[0] == {"type": "file", "file": path}
@@ -171,11 +167,11 @@ def test_partial_tail_and_max_bytes(capsys, segment):
     path, batches = segment
     with open(path, "ab") as f:
         f.write(batches[0][:30])
-    code, out, err = run(capsys, "dump", "--files", path)
+    code, out, err = run_cli(capsys, "dump", "--files", path)
     assert code == 1        # invalid bytes at the end are damage, as a zero-filled tail is
     assert out.splitlines()[-1] == "Found 30 invalid bytes at the end of 00000000000000000000.log"
     assert len(err.strip().splitlines()) == 1 and "30 invalid bytes" in err
-    _, out, _ = run(capsys, "dump", "--files", path, "--max-bytes", str(len(batches[0]) + 10))
+    _, out, _ = run_cli(capsys, "dump", "--files", path, "--max-bytes", str(len(batches[0]) + 10))
     lines = out.splitlines()
     assert len(lines) == 3 and lines[2].startswith("baseOffset: 0 lastOffset: 2")
 
@@ -184,7 +180,7 @@ def test_zero_filled_tail_is_one_error_line(capsys, segment):
     path, batches = segment
     with open(path, "ab") as f:
         f.write(b"\0" * 64)
-    code, out, err = run(capsys, "dump", "--files", path)
+    code, out, err = run_cli(capsys, "dump", "--files", path)
     assert code == 1
     assert len(out.splitlines()) == 2 + 4 + 1   # header lines, 4 batches, "Found 64 invalid bytes"
     assert out.splitlines()[-1] == "Found 64 invalid bytes at the end of 00000000000000000000.log"
@@ -196,20 +192,20 @@ def test_flipped_byte_shows_isvalid_false(capsys, segment):
     data = bytearray(open(path, "rb").read())
     data[len(batches[0]) - 1] ^= 0xFF   # last byte of batch 1's records
     open(path, "wb").write(bytes(data))
-    code, out, err = run(capsys, "dump", "--files", path)
+    code, out, err = run_cli(capsys, "dump", "--files", path)
     assert code == 0
     lines = out.splitlines()
     assert lines[2].endswith("isvalid: false") and lines[3].endswith("isvalid: true")
 
 
 def test_missing_file_and_unknown_suffix(capsys, tmp_path):
-    code, out, err = run(capsys, "dump", "--files", str(tmp_path / "nope.log"))
+    code, out, err = run_cli(capsys, "dump", "--files", str(tmp_path / "nope.log"))
     assert code == 1 and "No such file" in err and "Traceback" not in err
     other = tmp_path / "notes.txt"
     other.write_text("x")
-    code, out, err = run(capsys, "dump", "--files", str(other))
+    code, out, err = run_cli(capsys, "dump", "--files", str(other))
     assert code == 1 and err.strip().startswith(f"Ignoring unknown file {other}: not a .log")
-    code, _, err = run(capsys, "dump")
+    code, _, err = run_cli(capsys, "dump")
     assert code == 2 and "--files" in err
 
 
@@ -219,7 +215,7 @@ def test_non_consecutive_offsets_reported(capsys, tmp_path):
     b.append(b"b", timestamp=2, offset=5)   # a compaction gap
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(b.build())
-    code, out, err = run(capsys, "dump", "--files", str(path), "--deep-iteration")
+    code, out, err = run_cli(capsys, "dump", "--files", str(path), "--deep-iteration")
     assert code == 0
     assert err.splitlines() == [f"Non-consecutive offsets in {path}", "  0 is followed by 5"]
 
@@ -233,7 +229,7 @@ def test_legacy_messages(capsys, tmp_path, magic, codec):
     raw = b.build()
     path = tmp_path / "00000000000000000010.log"
     path.write_bytes(raw)
-    code, out, err = run(capsys, "dump", "--files", str(path), "--print-data-log")
+    code, out, err = run_cli(capsys, "dump", "--files", str(path), "--print-data-log")
     assert code == 0, err
     lines = out.splitlines()[2:]
     ts_name = "NoTimestampType" if magic == 0 else "CreateTime"
@@ -256,7 +252,7 @@ def test_legacy_messages(capsys, tmp_path, magic, codec):
 def test_directory_expands_to_segment_files(capsys, segment):
     path, _ = segment
     folder = os.path.dirname(path)
-    code, out, _ = run(capsys, "dump", "--files", folder)
+    code, out, _ = run_cli(capsys, "dump", "--files", folder)
     assert code == 0 and out.splitlines()[0] == f"Dumping {path}"
 
 
@@ -271,7 +267,7 @@ def test_offsets_and_transaction_log_decoders_end_to_end(capsys, tmp_path):
              timestamp=2)
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(b.build())
-    code, out, err = run(capsys, "dump", "--files", str(path), "--offsets-decoder")
+    code, out, err = run_cli(capsys, "dump", "--files", str(path), "--offsets-decoder")
     assert code == 0, err
     lines = out.splitlines()
     assert lines[3].endswith(
@@ -279,7 +275,7 @@ def test_offsets_and_transaction_log_decoders_end_to_end(capsys, tmp_path):
         'payload: {"version":"3","data":{"offset":42,"leaderEpoch":5,"metadata":"",'
         '"commitTimestamp":1700}}')
     assert lines[4].endswith('"partition":3}} payload: <DELETE>')
-    code, out, err = run(capsys, "dump", "--files", str(path), "--offsets-decoder", "--json")
+    code, out, err = run_cli(capsys, "dump", "--files", str(path), "--offsets-decoder", "--json")
     recs = [json.loads(x) for x in out.splitlines() if '"record"' in x]
     assert recs[0]["decodedKey"] == {"type": "1", "data": {"group": "grp", "topic": "orders",
                                                            "partition": 2}}
@@ -289,7 +285,7 @@ def test_offsets_and_transaction_log_decoders_end_to_end(capsys, tmp_path):
     t.append(struct.pack(">hqhib", 0, 9, 1, 60000, 4) + struct.pack(">i", -1) + struct.pack(">qq", 5, 4),
              key=struct.pack(">h", 0) + s("tx"), timestamp=1)
     path.write_bytes(t.build())
-    code, out, err = run(capsys, "dump", "--files", str(path), "--transaction-log-decoder")
+    code, out, err = run_cli(capsys, "dump", "--files", str(path), "--transaction-log-decoder")
     assert code == 0, err
     assert out.splitlines()[3].endswith(
         'key: {"type":"0","data":{"transactionalId":"tx"}} payload: {"version":"0","data":'
@@ -321,7 +317,7 @@ def test_kraft_snapshot_checkpoint(capsys, tmp_path):
     b.append(b"x", timestamp=1)
     path = tmp_path / "00000000000000000100-0000000003.checkpoint"
     path.write_bytes(b.build())
-    code, out, _ = run(capsys, "dump", "--files", str(path))
+    code, out, _ = run_cli(capsys, "dump", "--files", str(path))
     assert code == 0
     assert out.splitlines()[:3] == [f"Dumping {path}", "Snapshot end offset: 100, epoch: 3",
                                     out.splitlines()[2]]

@@ -6,26 +6,21 @@ import json
 import struct
 
 from kafkawire import _kernels as K
-from kafkawire.cli import main
 from kafkawire.cli.progress import Progress
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from cli_support import run_cli
 
 
 def test_txn_index(capsys, tmp_path):
     p = tmp_path / "00000000000000000000.txnindex"
     p.write_bytes(struct.pack(">hqqqq", 0, 7, 5, 9, 3) + struct.pack(">hqqqq", 0, 8, 10, 12, 10))
-    code, out, err = run(capsys, "dump", "--files", str(p))
+    code, out, err = run_cli(capsys, "dump", "--files", str(p))
     assert code == 0, err
     assert out.splitlines() == [
         f"Dumping {p}",
         "version: 0 producerId: 7 firstOffset: 5 lastOffset: 9 lastStableOffset: 3",
         "version: 0 producerId: 8 firstOffset: 10 lastOffset: 12 lastStableOffset: 10"]
-    code, out, _ = run(capsys, "dump", "--files", str(p), "--json")
+    code, out, _ = run_cli(capsys, "dump", "--files", str(p), "--json")
     objs = [json.loads(x) for x in out.splitlines()]
     assert objs[1] == {"type": "abortedTxn", "version": 0, "producerId": 7, "firstOffset": 5,
                        "lastOffset": 9, "lastStableOffset": 3}
@@ -34,7 +29,7 @@ def test_txn_index(capsys, tmp_path):
 def test_txn_index_damaged(capsys, tmp_path):
     p = tmp_path / "00000000000000000000.txnindex"
     p.write_bytes(struct.pack(">hqqqq", 0, 7, 5, 9, 3) + b"\x00" * 5)
-    code, out, err = run(capsys, "dump", "--files", str(p))
+    code, out, err = run_cli(capsys, "dump", "--files", str(p))
     assert code == 1 and "trailing bytes" in err and "Traceback" not in err
 
 
@@ -49,7 +44,7 @@ def test_producer_snapshot(capsys, tmp_path):
     p = tmp_path / "00000000000000000042.snapshot"
     # producerId, epoch, lastSeq, lastOffset, offsetDelta, timestamp, coordinatorEpoch, txnFirst
     p.write_bytes(snapshot_bytes([(7, 1, 9, 41, 4, 1700, 3, 37), (8, 0, 2, 30, 5, 1600, -1, -1)]))
-    code, out, err = run(capsys, "dump", "--files", str(p))
+    code, out, err = run_cli(capsys, "dump", "--files", str(p))
     assert code == 0, err
     assert out.splitlines()[1:] == [
         "producerId: 7 producerEpoch: 1 coordinatorEpoch: 3 currentTxnFirstOffset: OptionalLong[37] "
@@ -64,14 +59,14 @@ def test_producer_snapshot(capsys, tmp_path):
 def test_producer_snapshot_corrupt(capsys, tmp_path):
     p = tmp_path / "00000000000000000042.snapshot"
     p.write_bytes(snapshot_bytes([(7, 1, 9, 41, 4, 1700, 3, 37)], crc=1))
-    code, out, err = run(capsys, "dump", "--files", str(p))
+    code, out, err = run_cli(capsys, "dump", "--files", str(p))
     assert code == 1
     assert err.startswith("Snapshot is corrupt (CRC is no longer valid). Stored crc: 1.")
     p.write_bytes(snapshot_bytes([], version=2))
-    code, _, err = run(capsys, "dump", "--files", str(p))
+    code, _, err = run_cli(capsys, "dump", "--files", str(p))
     assert code == 1 and "unknown file version 2" in err
     p.write_bytes(b"\x00")
-    code, _, err = run(capsys, "dump", "--files", str(p))
+    code, _, err = run_cli(capsys, "dump", "--files", str(p))
     assert code == 1 and "Traceback" not in err
 
 
@@ -79,17 +74,17 @@ def test_empty_offset_index_and_sanity(capsys, tmp_path):
     (tmp_path / "00000000000000000000.log").write_bytes(b"")
     idx = tmp_path / "00000000000000000000.index"
     idx.write_bytes(b"")
-    code, out, _ = run(capsys, "dump", "--files", str(idx))
+    code, out, _ = run_cli(capsys, "dump", "--files", str(idx))
     assert code == 0 and out.splitlines()[1] == f"{idx} is empty."
     idx.write_bytes(struct.pack(">ii", 5, 100) + b"\x01\x02\x03")
-    code, out, err = run(capsys, "dump", "--files", str(idx), "--index-sanity-check")
+    code, out, err = run_cli(capsys, "dump", "--files", str(idx), "--index-sanity-check")
     assert code == 1 and "is corrupt, found 11 bytes which is neither positive nor a multiple of 8" in err
     idx.write_bytes(struct.pack(">ii", 5, 100))
-    code, out, err = run(capsys, "dump", "--files", str(idx), "--index-sanity-check")
+    code, out, err = run_cli(capsys, "dump", "--files", str(idx), "--index-sanity-check")
     assert code == 0 and out.splitlines()[1] == f"{idx} passed sanity check."
     tidx = tmp_path / "00000000000000000000.timeindex"
     tidx.write_bytes(struct.pack(">qi", 50, 1) + struct.pack(">qi", 40, 2))
-    code, out, err = run(capsys, "dump", "--files", str(tidx), "--index-sanity-check")
+    code, out, err = run_cli(capsys, "dump", "--files", str(tidx), "--index-sanity-check")
     assert code == 1 and "last timestamp is 40 which is less than the first timestamp 50" in err
 
 

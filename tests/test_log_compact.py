@@ -15,7 +15,7 @@ from kafkawire.log import compact
 from kafkawire.log.compact import Cleaner
 from kafkawire.log.lock import FolderLock
 
-from test_log_retention import _cli
+from cli_support import run_cli
 
 TS = 1_700_000_000_000
 DAY = 86_400_000
@@ -217,24 +217,24 @@ def test_cli_dry_run_then_apply(capsys, tmp_path):
     d = str(root / "orders-0")
     _write(d)
     before = sorted(os.listdir(d))
-    code, out, _ = _cli(capsys, "compact", str(root), "--min-cleanable-dirty-ratio", "0",
+    code, out, _ = run_cli(capsys, "compact", str(root), "--min-cleanable-dirty-ratio", "0",
                         "--now", str(TS + 1000))
     assert code == 0 and "would remove" in out and "dry run" in out
     assert sorted(os.listdir(d)) == before
-    code, out, _ = _cli(capsys, "compact", d, "--min-cleanable-dirty-ratio", "0",
+    code, out, _ = run_cli(capsys, "compact", d, "--min-cleanable-dirty-ratio", "0",
                         "--now", str(TS + 1000), "--apply", "--json")
     obj = json.loads(out.splitlines()[0])
     assert code == 0 and obj["type"] == "compact" and obj["applied"] and obj["records_removed"] > 0
-    code, out, _ = _cli(capsys, "compact", d, "--now", str(TS + 1000))
+    code, out, _ = run_cli(capsys, "compact", d, "--now", str(TS + 1000))
     assert code == 0 and "nothing to remove" in out and "dry run" not in out
 
 
 def test_cli_usage_errors(capsys, tmp_path):
     d = str(tmp_path / "t-0")
     _write(d)
-    assert _cli(capsys, "compact", d, "--min-cleanable-dirty-ratio", "2")[0] != 0
-    assert _cli(capsys, "compact", d, "--delete-retention-ms", "-1")[0] != 0
-    assert _cli(capsys, "compact", d + "/00000000000000000000.log")[0] != 0
+    assert run_cli(capsys, "compact", d, "--min-cleanable-dirty-ratio", "2")[0] != 0
+    assert run_cli(capsys, "compact", d, "--delete-retention-ms", "-1")[0] != 0
+    assert run_cli(capsys, "compact", d + "/00000000000000000000.log")[0] != 0
 
 
 def test_min_compaction_lag_leaves_young_segments(tmp_path):

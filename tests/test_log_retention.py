@@ -11,6 +11,8 @@ from kafkawire import Log, LogWriter
 from kafkawire.log import files as F
 from kafkawire.log.retention import plan_retention, purge_deleted
 
+from cli_support import run_cli
+
 TS = 1_700_000_000_000
 
 
@@ -221,47 +223,40 @@ def test_retention_on_kafka_written_folders(java_runner, tmp_path, opts, rule):
 
 # ------------------------------------------------------------------------ the command
 
-def _cli(capsys, *argv):
-    from kafkawire.cli import main
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_dry_run_then_apply(capsys, tmp_path):
     import json
     root = tmp_path / "data"
     a = _write(root / "orders-0")
     b = _write(root / "events-1", n=25)
     before = sorted(os.listdir(a))
-    code, out, err = _cli(capsys, "retention", str(root), "--log-start-offset", "20")
+    code, out, err = run_cli(capsys, "retention", str(root), "--log-start-offset", "20")
     assert code == 0, err
     assert "orders-0: would delete 2 of 6 segments" in out and "events-1: would delete 2 of 3" in out
     assert "dry run" in out and "segment 10: offsets 10..19" in out
     assert sorted(os.listdir(a)) == before
-    code, out, err = _cli(capsys, "retention", a, "--retention-ms", "10000", "--now",
+    code, out, err = run_cli(capsys, "retention", a, "--retention-ms", "10000", "--now",
                           str(TS + 35_000), "--json")
     obj = json.loads(out)
     assert obj["type"] == "retention" and obj["partition"] == "orders-0" and not obj["applied"]
     assert [x["base_offset"] for x in obj["deletions"]] == [0, 10] and obj["records"] == 20
-    code, out, err = _cli(capsys, "retention", str(root), "--retention-bytes", "0",
+    code, out, err = run_cli(capsys, "retention", str(root), "--retention-bytes", "0",
                           "--file-delete-delay-ms", "3600000", "--apply")
     assert code == 0, err
     assert "orders-0: deleted 5 of 6 segments" in out
     assert [s.base_offset for s in F.list_partition(a).segments] == [50]
     assert [s.base_offset for s in F.list_partition(b).segments] == [20]
     assert any(n.endswith(".deleted") for n in os.listdir(a))
-    code, out, err = _cli(capsys, "retention", b, "--retention-bytes", "0", "--apply")
+    code, out, err = run_cli(capsys, "retention", b, "--retention-bytes", "0", "--apply")
     assert code == 0 and "removed 6 .deleted files" in out and "nothing to delete" in out
     assert not any(n.endswith(".deleted") for n in os.listdir(b))
 
 
 def test_cli_usage_errors(capsys, tmp_path):
     a = _write(tmp_path / "t-0", n=5)
-    code, out, err = _cli(capsys, "retention", a)
+    code, out, err = run_cli(capsys, "retention", a)
     assert code == 2 and "--retention-ms" in err
-    code, out, err = _cli(capsys, "retention", os.path.join(a, F.segment_file_name(0)),
+    code, out, err = run_cli(capsys, "retention", os.path.join(a, F.segment_file_name(0)),
                           "--retention-bytes", "0")
     assert code == 1 and "whole partitions" in err and "Traceback" not in err
-    code, out, err = _cli(capsys, "retention", str(tmp_path / "missing"), "--retention-bytes", "0")
+    code, out, err = run_cli(capsys, "retention", str(tmp_path / "missing"), "--retention-bytes", "0")
     assert code == 1 and "Traceback" not in err
