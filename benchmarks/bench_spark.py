@@ -1,7 +1,8 @@
 """End-to-end Spark: the kafkawire source against a tuple-yielding aiokafka baseline.
 
     python benchmarks/bench_spark.py [--quick] [--records N] [--partitions P] [--repeat R]
-                                     [--master local[2]] [--no-ceiling] [--no-sink] [--results PATH]
+                                     [--master local[2]] [--no-ceiling] [--no-sink | --sink-only]
+                                     [--results PATH]
 
 One log.dirs folder (written with LogWriter: v2 batches of 500 records, codecs
 none/lz4/zstd in turn, 16-byte keys, ~100-byte values), one SparkSession, both
@@ -28,8 +29,11 @@ throughput measure that other processes on the machine disturb much less.
 The figures also go to ``benchmarks/results/spark[-quick].json``.
 
 Last, the sink: one cached DataFrame (key, value, topic, partition, timestamp) written
-with ``format("kafkawire")`` and with Spark's Parquet writer, interleaved, best of
-``--repeat`` (``--no-sink`` leaves this out).
+with ``format("kafkawire")`` and with Spark's Parquet writer, interleaved, ``--repeat``
+rounds; the table shows the median rows/s of each and the ratio of the medians (bar:
+kafkawire >= 1x Parquet), and the CPU seconds each write used.  Its figures go to
+``benchmarks/results/spark_sink[-quick].json``.  ``--no-sink`` leaves the sink out,
+``--sink-only`` runs only the sink (the read jobs are left out).
 """
 from __future__ import annotations
 
@@ -208,8 +212,12 @@ def main() -> int:
     ap.add_argument("--no-ceiling", action="store_true", help="leave out the arrow_ceiling source")
     ap.add_argument("--no-sink", action="store_true",
                     help="leave out the sink (kafkawire writer against Spark's Parquet writer)")
+    ap.add_argument("--sink-only", action="store_true",
+                    help="only the sink (kafkawire writer against Spark's Parquet writer)")
     H.add_results_option(ap)
     a = ap.parse_args()
+    if a.sink_only and a.no_sink:
+        ap.error("--sink-only and --no-sink exclude each other")
     records = a.records or (200_000 if a.quick else 2_000_000)
     repeat = a.repeat or (1 if a.quick else 3)
     work = tempfile.mkdtemp(prefix="kafkawire-bench-spark-")
@@ -248,12 +256,14 @@ def main() -> int:
             "Parquet export (parquet.enable.dictionary=false)":
                 lambda df: df.write.mode("overwrite").option("parquet.enable.dictionary", "false").parquet(out),
         }
-        for name, mk in frames.items():             # warm-up (JIT, workers), and all read everything
+        if a.sink_only:
+            jobs = {}
+        for name, mk in frames.items() if jobs else ():  # warm-up (JIT, workers), all read everything
             assert mk().count() == n, name
             mk().write.mode("overwrite").parquet(out)
         walls = {(j, s): [] for j in jobs for s in frames}
         cpus = {(j, s): [] for j in jobs for s in frames}
-        for r in range(repeat):
+        for r in range(repeat if jobs else 0):
             for job, act in jobs.items():
                 for name, mk in frames.items():
                     c0 = meter.sample() if meter else (0.0, 0.0)
@@ -266,24 +276,37 @@ def main() -> int:
                     print(f"  round {r + 1}: {name:<16} {job:<50} {n / w:>11,.0f} rows/s ({w:.2f}s)"
                           + (f"   cpu: JVM {c1[0] - c0[0]:.2f}s, Python {c1[1] - c0[1]:.2f}s" if meter else ""),
                           flush=True)
-        sink_best = {}
+        sink_med, sink_cpu = {}, {}
         if not a.no_sink:
             # the sink against Spark's Parquet writer, on one cached DataFrame (the read is not timed)
             df = spark.read.format("kafkawire").load(logs).select("key", "value", "topic", "partition",
                                                                   "timestamp").cache()
             assert df.count() == n
-            sinks = {"kafkawire sink": lambda: df.write.format("kafkawire").mode("overwrite")
-                     .save(os.path.join(work, "sink")),
-                     "Parquet writer": lambda: df.write.mode("overwrite").parquet(out)}
+            sink_out = os.path.join(work, "sink")
+            sinks = {"kafkawire sink": lambda: df.write.format("kafkawire").mode("overwrite").save(sink_out),
+                     "Spark Parquet writer": lambda: df.write.mode("overwrite").parquet(out)}
+            for act in sinks.values():              # warm-up: Python workers, JIT
+                act()
             times = {s: [] for s in sinks}
+            cpu = {s: [] for s in sinks}
             for r in range(repeat):
                 for s, act in sinks.items():
+                    c0 = meter.sample() if meter else (0.0, 0.0)
                     t = time.perf_counter()
                     act()
                     w = time.perf_counter() - t
+                    c1 = meter.sample() if meter else (0.0, 0.0)
                     times[s].append(w)
-                    print(f"  round {r + 1}: write {s:<16} {n / w:>11,.0f} rows/s ({w:.2f}s)", flush=True)
-            sink_best = {s: n / min(v) for s, v in times.items()}
+                    cpu[s].append((c1[0] - c0[0], c1[1] - c0[1]))
+                    print(f"  round {r + 1}: write {s:<20} {n / w:>11,.0f} rows/s ({w:.2f}s)"
+                          + (f"   cpu: JVM {c1[0] - c0[0]:.2f}s, Python {c1[1] - c0[1]:.2f}s" if meter else ""),
+                          flush=True)
+            with os.scandir(sink_out) as it:            # what the sink wrote reads back whole
+                assert sorted(e.name for e in it) == [f"bench-{p}" for p in range(a.partitions)]
+            assert spark.read.format("kafkawire").load(sink_out).count() == n
+            sink_med = {s: n / statistics.median(v) for s, v in times.items()}
+            sink_cpu = {s: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v))
+                        for s, v in cpu.items()}
             df.unpersist()
         spark_version = spark.version
         spark.stop()
@@ -291,14 +314,15 @@ def main() -> int:
         best = {k: n / min(v) for k, v in walls.items()}
         med_cpu = {k: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v))
                    for k, v in cpus.items()}
-        print()
-        print(f"| Spark job ({a.master}, {n:,} records, best of {repeat}) | "
-              + " | ".join(f"{s} rows/s" for s in names) + " | kafkawire / tuples |")
-        print("|---|" + "---:|" * (len(names) + 1))
+        if jobs:
+            print()
+            print(f"| Spark job ({a.master}, {n:,} records, best of {repeat}) | "
+                  + " | ".join(f"{s} rows/s" for s in names) + " | kafkawire / tuples |")
+            print("|---|" + "---:|" * (len(names) + 1))
         for job in jobs:
             k, b = best[job, "kafkawire"], best[job, "aiokafka_tuples"]
             print(f"| {job} | " + " | ".join(f"{best[job, s]:,.0f}" for s in names) + f" | {k / b:.1f}x |")
-        if meter and meter.ok:
+        if jobs and meter and meter.ok:
             print()
             print("CPU seconds per query (median; JVM + Python workers), and the ratio of totals:")
             print()
@@ -319,15 +343,28 @@ def main() -> int:
                 if meter and meter.ok:
                     results.add(wl, labels[s], f"{job}, CPU", sum(med_cpu[job, s]),
                                 "CPU seconds (JVM + Python)")
-        for s, rate in sink_best.items():
-            results.add(wl, s, "write a cached DataFrame", rate, "rows/s (wall)")
-        if sink_best:
-            ratio = sink_best["kafkawire sink"] / sink_best["Parquet writer"]
-            print(f"\nwrite a cached DataFrame (best of {repeat}): kafkawire sink "
-                  f"{sink_best['kafkawire sink']:,.0f} rows/s, Parquet writer "
-                  f"{sink_best['Parquet writer']:,.0f} rows/s: {ratio:.2f}x")
-        results.set_ratios(labels["aiokafka_tuples"], metrics=list(jobs))
-        results.write(a.results)
+        if jobs:
+            results.set_ratios(labels["aiokafka_tuples"], metrics=list(jobs))
+            results.write(a.results)
+        if sink_med:
+            sink = H.Results("spark_sink", quick=a.quick)
+            sink.version("spark", spark_version)
+            for s, rate in sink_med.items():
+                sink.add(wl, s, "write a cached DataFrame", rate, "rows/s (wall, median)")
+                if meter and meter.ok:
+                    sink.add(wl, s, "write a cached DataFrame, CPU", sum(sink_cpu[s]),
+                             "CPU seconds (JVM + Python)")
+            sink.set_ratios("Spark Parquet writer")
+            sink.write(a.results.replace(".json", "-sink.json") if a.results else None)
+            k, q = sink_med["kafkawire sink"], sink_med["Spark Parquet writer"]
+            print(f"\n| write a cached DataFrame ({a.master}, {n:,} records, median of {repeat}) "
+                  "| rows/s | CPU s (JVM + Python) |\n|---|---:|---:|")
+            for s in sink_med:
+                print(f"| {s} | {sink_med[s]:,.0f} | {sink_cpu[s][0]:.2f} + {sink_cpu[s][1]:.2f} |")
+            print(f"\nbar (kafkawire sink >= 1x Spark's Parquet writer): {'met' if k >= q else 'NOT met'} "
+                  f"({k / q:.2f}x)")
+        if not jobs:
+            return 0
         c = best["count()", "kafkawire"] / best["count()", "aiokafka_tuples"]
         pq = max(best[j, "kafkawire"] / best[j, "aiokafka_tuples"] for j in list(jobs)[1:])
         print(f"\nbar (>= 5x): count {'met' if c >= 5 else 'NOT met'} ({c:.1f}x), "

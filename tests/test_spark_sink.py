@@ -183,3 +183,119 @@ def test_a_stream_commit_that_stopped_half_way_is_finished_once(tmp_path, monkey
     assert values[0] == [b"0-0", b"0-1", b"1-0", b"1-1"] * 2
     assert values[1] == [b"0-2", b"0-3", b"0-4", b"1-2", b"1-3", b"1-4"] * 2
     assert sorted(os.listdir(tmp_path / "_kafkawire_metadata")) == ["0", "1"]
+
+
+class _Task:
+    """A stand-in for Spark's TaskContext in tests that call the writer directly."""
+
+    def __init__(self, pid=0, attempt=0):
+        self.pid, self.attempt = pid, attempt
+
+    def partitionId(self):  # noqa: N802
+        return self.pid
+
+    def attemptNumber(self):  # noqa: N802
+        return self.attempt
+
+
+def test_arrow_batches_and_rows_with_headers_keep_each_partitions_order(tmp_path, monkeypatch,
+                                                                       java_runner):
+    """Arrow batches are encoded column-wise, batches with headers row by row: each partition
+    gets its rows in order, Kafka's reader accepts the folders, and rows without a partition
+    go where Kafka's partitioner (or the keyless rotation) puts them."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyspark
+
+    from kafkawire.client.partitioner import partition_for_key
+    from kafkawire.spark.sink import KafkaWireWriter, parse_write_options
+
+    utc = dt.timezone.utc
+    hdr = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+    def batch(i, n, headers=False):
+        keys = [None if r % 3 == 0 else b"k%d" % r for r in range(n)]
+        cols = {
+            "key": pa.array(keys, pa.binary()),
+            "value": pa.array([None if r % 7 == 6 else "v%d-%d" % (i, r) for r in range(n)], pa.string()),
+            "topic": pa.array([None if r % 2 else ("a" if r % 4 else "b") for r in range(n)]),
+            "partition": pa.array([None if r % 5 else r % 2 for r in range(n)], pa.int32()),
+            "timestamp": pa.array([None if r == 1 else dt.datetime(2024, 1, 1, 0, 0, r % 60, 1500, tzinfo=utc)
+                                   for r in range(n)], pa.timestamp("us", tz="UTC")),
+        }
+        if headers:
+            cols["headers"] = pa.array([[{"key": "h", "value": b"%d" % r}] if r % 2 else None
+                                        for r in range(n)], hdr)
+        return pa.RecordBatch.from_pydict(cols)
+
+    batches = [batch(0, 400), batch(1, 50, headers=True), batch(2, 300), batch(3, 9, headers=True)]
+    monkeypatch.setattr(pyspark.TaskContext, "get", staticmethod(lambda: _Task(pid=1)))
+    wo = parse_write_options({"path": str(tmp_path), "topic": "d", "partitions": "3",
+                              "compression": "lz4", "batchSize": "4k"})
+    writer = KafkaWireWriter(wo, False)
+    writer.commit([writer.write(iter(batches))])
+
+    want = {}
+    epoch = dt.datetime(1970, 1, 1, tzinfo=utc)
+    turn = 1                        # the keyless rotation starts at the task's partition id
+    for rb in batches:
+        d = rb.to_pydict()
+        for r in range(rb.num_rows):
+            topic, key, p = d["topic"][r] or "d", d["key"][r], d["partition"][r]
+            if p is None:
+                if key is not None:
+                    p = partition_for_key(key, 3)
+                else:
+                    p, turn = turn % 3, turn + 1
+            ts = d["timestamp"][r]
+            hs = [(h["key"], h["value"]) for h in d["headers"][r]] if d.get("headers") and \
+                d["headers"][r] else []
+            value = d["value"][r]
+            ms = None if ts is None else (ts - epoch) // dt.timedelta(milliseconds=1)
+            want.setdefault(f"{topic}-{p}", []).append(
+                (key, None if value is None else value.encode(), ms, hs))
+    assert sorted(os.listdir(tmp_path)) == sorted(want)
+    for name, rows in want.items():
+        with Log.open(str(tmp_path / name)) as log:
+            assert log.verify().ok
+            got = [(r.key, r.value, r.timestamp, list(r.headers)) for r in log.records()]
+            assert [r.offset for r in log.records()] == list(range(len(rows)))
+        assert [(k, v, h) for k, v, _, h in got] == [(k, v, h) for k, v, _, h in rows], name
+        # a null timestamp becomes the write time; the others are kept to the millisecond
+        assert [t for _, _, t, _ in got if t < 1_704_067_200_000 + 60_000] == \
+            [t for _, _, t, _ in rows if t is not None], name
+        r = java_runner.run(HELPER, "read", str(tmp_path / name))
+        assert r.stdout.decode().rstrip().endswith("OK"), (name, r)
+
+
+def test_the_trusted_append_still_checks_the_crc(tmp_path):
+    """The sink appends its own batches without the per-record checks, but a batch whose bytes
+    changed is still refused."""
+    from kafkawire.errors import CorruptRecordError
+    from kafkawire.log import LogWriter
+    from kafkawire.records import BatchBuilder
+    b = BatchBuilder(2)
+    for i in range(10):
+        b.append(b"v%d" % i)
+    data = bytearray(b.build())
+    data[-1] ^= 1
+    with LogWriter(str(tmp_path / "t-0")) as w:
+        with pytest.raises(CorruptRecordError, match="CRC"):
+            w.append_batches([bytes(data)], trusted=True)
+        assert w.next_offset == 0
+
+
+def test_columns_of_the_wrong_type_are_refused_when_the_write_is_defined():
+    from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
+
+    from kafkawire.spark.options import OptionError
+    from kafkawire.spark.sink import check_schema, parse_write_options
+    wo = parse_write_options({"path": "/tmp/x", "topic": "t"})
+    check_schema(StructType([StructField("key", StringType()), StructField("value", BinaryType()),
+                             StructField("partition", IntegerType())]), wo)
+    with pytest.raises(OptionError, match="column value is int; it must be binary or string"):
+        check_schema(StructType([StructField("value", IntegerType())]), wo)
+    with pytest.raises(OptionError, match="column partition is string"):
+        check_schema(StructType([StructField("value", BinaryType()),
+                                 StructField("partition", StringType())]), wo)

@@ -374,12 +374,17 @@ class LogWriter:
         """Append one encoded batch (or v0/v1 message set); ``(first_offset, last_offset)``."""
         return self.append_batches([batch], assign_offsets=assign_offsets)
 
-    def append_batches(self, batches: Sequence[Bytes], *, assign_offsets: bool = True) -> Tuple[int, int]:
+    def append_batches(self, batches: Sequence[Bytes], *, assign_offsets: bool = True,
+                       trusted: bool = False) -> Tuple[int, int]:
         """Append several batches as one append (one index decision, like a follower's fetch chunk).
 
         With ``assign_offsets`` (default) batches are re-based onto the next
         offsets; otherwise their own offsets are kept and must lie above
-        everything written (gaps allowed, as in compacted logs).
+        everything written (gaps allowed, as in compacted logs).  ``trusted``
+        is for batches this package's own encoder just built: their CRC and
+        framing are still checked, but not record by record (the records'
+        count and offsets, see :func:`validate_batches`), which costs more
+        than building them.
         """
         self._check_open()
         parts: List[bytes] = []
@@ -387,7 +392,7 @@ class LogWriter:
         next_offset = self.next_offset
         first_offset: Optional[int] = None
         for raw in batches:
-            data, rows, first = self._prepare(raw, next_offset, assign_offsets)
+            data, rows, first = self._prepare(raw, next_offset, assign_offsets, trusted)
             parts.append(data)
             rows_all.append(rows)
             if first_offset is None:
@@ -453,7 +458,8 @@ class LogWriter:
                              timestamp=timestamp)
         return self.append_batch(data)[0]
 
-    def _prepare(self, raw: Bytes, next_offset: int, assign: bool) -> Tuple[bytes, HeaderRows, int]:
+    def _prepare(self, raw: Bytes, next_offset: int, assign: bool,
+                 trusted: bool = False) -> Tuple[bytes, HeaderRows, int]:
         data = bytes(raw)
         rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
         if status == C.CRC_MISMATCH:
@@ -462,7 +468,8 @@ class LogWriter:
         if status != C.OK or stop != len(data) or len(rows) == 0:
             raise LogError(f"not a complete batch or message set ({C.STATUS_NAMES[status]} at byte "
                            f"{stop} of {len(data)}); build batches with kafkawire.records.BatchBuilder")
-        validate_batches(data, produced=assign)
+        if not trusted:
+            validate_batches(data, produced=assign)
         first = int(rows[0, C.BASE_OFFSET])
         if rows[0, C.MAGIC] < 2 and rows[0, C.RECORD_COUNT] < 0:
             # A compressed wrapper carries its last inner offset; the first needs decompression.

@@ -18,7 +18,6 @@ leaves nothing in the partition folders.
 """
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -30,8 +29,8 @@ from kafkawire._deps import require
 from kafkawire._format import CODEC_NAMES
 from kafkawire.errors import LogError
 from kafkawire.log import Log, LogWriter
-from kafkawire.records import BatchBuilder
 from kafkawire.spark.options import OptionError, bool_option, int_option, log, size_option
+from kafkawire.spark.sinkbatch import PartitionBatches, Router, binary, column, epoch_ms
 
 _ds = require("pyspark.sql.datasource", "spark", "Writing with the Spark data source")
 DataSourceArrowWriter = _ds.DataSourceArrowWriter
@@ -107,36 +106,17 @@ def check_schema(schema, wo: WriteOptions) -> None:
     if extra:
         raise OptionError(f"column(s) {', '.join(extra)} are not part of Kafka's record; select "
                           "key, value and optionally topic, partition, headers, timestamp")
+    for name, allowed in _TYPES.items():
+        f = names.get(name)
+        if f is not None and f.dataType.typeName() not in allowed:
+            raise OptionError(f"column {f.name} is {f.dataType.simpleString()}; it must be "
+                              f"{' or '.join(allowed)}")
 
 
-class _Partition:
-    """The batches one task attempt writes to one topic-partition (a staging folder)."""
-
-    def __init__(self, folder: str, wo: WriteOptions) -> None:
-        self.writer = LogWriter(folder, segment_bytes=wo.segment_bytes,
-                                index_interval_bytes=wo.index_interval_bytes)
-        self.compression = wo.compression
-        self.limit = wo.batch_bytes
-        self.builder = BatchBuilder(2, self.compression)
-        self.bytes = 0
-        self.records = 0
-
-    def add(self, key, value, timestamp, headers) -> None:
-        self.builder.append(value, key=key, timestamp=timestamp, headers=headers)
-        self.bytes += (len(key) if key else 0) + (len(value) if value else 0)
-        self.records += 1
-        if self.bytes >= self.limit:
-            self.flush()
-
-    def flush(self) -> None:
-        if len(self.builder):
-            self.writer.append_batch(self.builder.build())
-            self.builder = BatchBuilder(2, self.compression)
-            self.bytes = 0
-
-    def close(self) -> None:
-        self.flush()
-        self.writer.close()
+#: the column types the sink takes (Spark's type names), as Spark's Kafka sink takes them
+_TYPES = {"key": ("binary", "string"), "value": ("binary", "string"), "topic": ("string",),
+          "partition": ("integer", "long", "short", "byte"),
+          "timestamp": ("timestamp", "timestamp_ntz")}
 
 
 @dataclass
@@ -148,14 +128,6 @@ class StagedTask(WriterCommitMessage):
     records: Dict[Tuple[str, int], int]
 
 
-def _bytes(v) -> Optional[bytes]:
-    if v is None or isinstance(v, bytes):
-        return v
-    if isinstance(v, str):
-        return v.encode("utf-8")
-    return bytes(v)
-
-
 def _task_ids() -> Tuple[int, int]:
     """(partition id, attempt number) of the running Spark task ((0, 0) outside one)."""
     from pyspark import TaskContext
@@ -165,50 +137,80 @@ def _task_ids() -> Tuple[int, int]:
 
 def stage(wo: WriteOptions, iterator, folder: str, pid: int) -> Dict[Tuple[str, int], int]:
     """Write a task's rows into partition folders under ``folder`` (replaced if present);
-    records per topic-partition.  On any error the folder is removed and the error raised."""
+    records per topic-partition.  On any error the folder is removed and the error raised.
+
+    Each Arrow batch is routed and encoded column-wise (see :mod:`kafkawire.spark.sinkbatch`);
+    a batch with headers goes row by row, since the columnar encoder has none."""
     if os.path.exists(folder):
         shutil.rmtree(folder)
-    parts: Dict[Tuple[str, int], _Partition] = {}
-    rotation = itertools.count(pid)
+    parts: Dict[Tuple[str, int], PartitionBatches] = {}
+    router = Router(wo.topic, wo.partitions, pid)
+    told = False
+
+    def part(tp: Tuple[str, int]) -> PartitionBatches:
+        got = parts.get(tp)
+        if got is None:
+            got = parts[tp] = PartitionBatches(
+                os.path.join(folder, f"{tp[0]}-{tp[1]}"), wo.compression, wo.batch_bytes,
+                wo.segment_bytes, wo.index_interval_bytes)
+        return got
+
     try:
         for rb in iterator:
-            cols = rb.to_pydict()
-            n = rb.num_rows
-            values = cols["value"]
-            keys = cols.get("key", [None] * n)
-            topics = cols.get("topic", [None] * n)
-            partitions = cols.get("partition", [None] * n)
-            stamps = cols.get("timestamp", [None] * n)
-            headers = cols.get("headers", [None] * n)
-            for i in range(n):
-                topic = topics[i] or wo.topic
-                if topic is None:
-                    raise OptionError(f"row {i} of task {pid} has a null topic and no topic option is set")
-                key = _bytes(keys[i])
-                p = partitions[i]
-                if p is None:
-                    # cheap: only rows without a partition load the client package
-                    from kafkawire.client.partitioner import partition_for_key
-                    p = (partition_for_key(key, wo.partitions) if key is not None
-                         else next(rotation) % wo.partitions)
-                elif p < 0:
-                    raise OptionError(f"partition {p} of a row for topic {topic} is negative")
-                tp = (str(topic), int(p))
-                part = parts.get(tp)
-                if part is None:
-                    part = parts[tp] = _Partition(os.path.join(folder, f"{tp[0]}-{tp[1]}"), wo)
-                ts = stamps[i]
-                ms = None if ts is None else int(ts.timestamp() * 1000)
-                hs = [(h["key"], _bytes(h["value"])) for h in headers[i]] if headers[i] else ()
-                part.add(key, _bytes(values[i]), ms, hs)
+            if not rb.num_rows:
+                continue
+            if _has_headers(rb):
+                if not told:
+                    log.info("task %d: rows with headers are encoded row by row (the columnar "
+                             "encoder writes keys, values and timestamps only)", pid)
+                    told = True
+                _stage_rows(rb, router, part)
+                continue
+            for tp, table in router.split(rb):
+                part(tp).add_arrow(table)
     except BaseException:
-        for part in parts.values():
-            part.close()
+        for p in parts.values():
+            try:
+                p.close()
+            except Exception:       # the folder is removed anyway; keep the first error
+                pass
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    for part in parts.values():
-        part.close()
+    try:
+        for p in parts.values():
+            p.close()
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return {tp: p.records for tp, p in parts.items()}
+
+
+def _has_headers(rb) -> bool:
+    headers = column(rb, "headers")
+    return headers is not None and headers.null_count < rb.num_rows
+
+
+def _stage_rows(rb, router, part) -> None:
+    """Rows of ``rb`` one by one through the record builder (rows with headers)."""
+    names, tix, ps = router.route(rb)
+    n = rb.num_rows
+
+    def values(name, convert=None):
+        arr = column(rb, name)
+        if arr is None:
+            return [None] * n
+        return (convert(arr) if convert else arr).to_pylist()
+
+    keys, vals = values("key", binary), values("value", binary)
+    stamps, headers = values("timestamp", epoch_ms), values("headers")
+    tps = [(names[t], p) for t, p in zip(tix.tolist(), ps.tolist())]
+    for i in range(n):
+        hs = [(h["key"], _bytes(h["value"])) for h in headers[i]] if headers[i] else ()
+        part(tps[i]).add_row(keys[i], vals[i], stamps[i], hs)
+
+
+def _bytes(v) -> Optional[bytes]:
+    return v.encode("utf-8") if isinstance(v, str) else v
 
 
 class KafkaWireWriter(DataSourceArrowWriter):
@@ -393,8 +395,8 @@ def _append_folder(w: LogWriter, folder: str, chunk: int = 8 << 20, skip: int = 
             pending.append(bytes(batch.raw))
             size += batch.size
             if size >= chunk:
-                w.append_batches(pending)
+                w.append_batches(pending, trusted=True)
                 pending, size = [], 0
         if pending:
-            w.append_batches(pending)
+            w.append_batches(pending, trusted=True)
     return skip
