@@ -452,3 +452,111 @@ def test_spark_reports_an_option_error_in_one_line_when_asked(spark, logdirs):
     text = str(info.value)
     assert "OptionError: subscribe: topic(s) ordrs not found" in text
     assert "Traceback" not in text
+
+
+def _undecodable_batch(root, sizes, bad, interval=1):
+    """A partition of v2 batches of ``sizes`` records whose batch ``bad`` has a valid CRC
+    but a last record that does not decode (``interval``: the offset index's bytes per
+    entry): (root, that batch's position, every offset of the other batches)."""
+    from kafkawire import _kernels as K
+    from kafkawire.log import LogWriter
+    from kafkawire.records import BatchBuilder
+    folder = os.path.join(root, "big-0")
+    marker = b"LAST-RECORD-OF-THE-BAD-BATCH"        # 28 bytes: its length varint is 0x38
+    with LogWriter(folder, index_interval_bytes=interval) as w:
+        for k, n in enumerate(sizes):
+            bb = BatchBuilder(2, "none", base_offset=w.next_offset)
+            for i in range(n):
+                last = k == bad and i == n - 1
+                bb.append(marker if last else b"v%d-%d" % (k, i), key=b"k%d" % i,
+                          timestamp=1_700_000_000_000 + i)
+            if k == bad:
+                span = (w.next_offset, w.next_offset + n)
+            w.append_batch(bb.build())
+    path = os.path.join(folder, "00000000000000000000.log")
+    data = bytearray(open(path, "rb").read())
+    at = data.index(marker)
+    assert data[at - 1] == 2 * len(marker)
+    data[at - 1] = 0x7E                                 # the value's length runs past its record
+    pos = 0                                             # the batch holding it: walk the headers
+    while True:
+        size = 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+        if pos + size > at:
+            break
+        pos += size
+    crc = K.crc32c(bytes(data[pos + 21:pos + size]))
+    data[pos + 17:pos + 21] = crc.to_bytes(4, "big")     # the CRC matches the damaged bytes
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    others = [o for o in range(sum(sizes)) if not span[0] <= o < span[1]]
+    return str(root), pos, others
+
+
+def test_skipping_a_batch_that_does_not_decode_drops_all_its_rows(tmp_path, caplog):
+    # the bad batch is larger than two Arrow batches: the decoder has filled two with
+    # its first rows before its last record fails
+    import logging
+    from kafkawire.errors import CorruptRecordError
+    root, pos, others = _undecodable_batch(tmp_path / "big", [700, 900, 25_000, 800, 600], 2)
+    with pytest.raises(CorruptRecordError, match="skipCorruptData=true"):
+        read_in_process({"path": root, "recordsperbatch": "10000"})
+    splits = [{"minpartitions": str(n)} for n in (1, 2, 3)]
+    splits += [{"maxrecordsperpartition": str(n)} for n in (5000, 11000)]
+    splits += [{"maxbytespertask": "4k"}]
+    for url in (False, True):
+        for split in splits:
+            caplog.clear()
+            path = "file://" + root if url else root
+            with caplog.at_level(logging.WARNING, logger="kafkawire.spark"):
+                tasks, table = read_in_process({"path": path, "skipcorruptdata": "true",
+                                                  "recordsperbatch": "10000", **split})
+            offsets = table.column("offset").to_pylist()
+            assert offsets == others, (url, split, len(tasks))
+            skipped = [r.getMessage() for r in caplog.records if "skipped damaged bytes" in r.getMessage()]
+            assert skipped and all(f"skipped damaged bytes {pos}.." in m for m in skipped), skipped
+
+
+def test_skipping_a_batch_that_does_not_decode_never_depends_on_offset_splits(tmp_path):
+    # index entries every few batches: a task whose offsets start after the bad batch but
+    # whose bytes start at the index entry before it skips what a whole read skips
+    root, _pos, _others = _undecodable_batch(tmp_path / "small", [100] * 40, 10, interval=4096)
+    _, whole = read_in_process({"path": root, "skipcorruptdata": "true"})
+    want = whole.column("offset").to_pylist()
+    assert 1000 < len(want) < 3900
+    for n in (37, 150, 333, 1000):
+        tasks, table = read_in_process({"path": root, "skipcorruptdata": "true",
+                                        "maxrecordsperpartition": str(n)})
+        assert table.column("offset").to_pylist() == want, (n, len(tasks))
+
+
+def test_read_ahead_keeps_order_raises_in_place_and_stops_when_closed():
+    import threading
+    from kafkawire.spark.reader import _read_ahead
+
+    def numbers(n, fail=None):
+        for i in range(n):
+            if i == fail:
+                raise ValueError("boom")
+            yield i
+
+    assert list(_read_ahead(numbers(100), 2)) == list(range(100))
+    got = []
+    with pytest.raises(ValueError, match="boom"):
+        for x in _read_ahead(numbers(100, fail=50), 2):
+            got.append(x)
+    assert got == list(range(50))
+    closed = threading.Event()
+
+    def endless():
+        try:
+            i = 0
+            while True:
+                yield i
+                i += 1
+        finally:
+            closed.set()
+
+    it = _read_ahead(endless(), 2)
+    assert [next(it) for _ in range(5)] == list(range(5))
+    it.close()                      # Spark stops reading: the thread stops and closes the source
+    assert closed.wait(60)

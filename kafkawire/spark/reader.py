@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import warnings
 from dataclasses import dataclass, replace
@@ -23,7 +24,7 @@ from kafkawire import _scan_common as SC
 from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log.segment import Segment
 from kafkawire.log.storage import storage_for
-from kafkawire.records.columnar import ColumnChunkIterator, iter_column_chunks
+from kafkawire.records.columnar import ColumnChunk, ColumnChunkIterator, iter_column_chunks
 from kafkawire.spark import layout
 from kafkawire.spark.options import ReadOptions
 from kafkawire.spark.planning import Slice, Task, plan_tasks, resolve_ranges, select_partitions
@@ -211,18 +212,24 @@ def _read_span(storage, s: Slice, st: ReadSettings):
                     end = bad.position - base
             elif st.verify_crc:
                 _check_crcs(buf, start, end, base, s)
+            # skipping decodes every record of the piece's batches, whatever the task's offsets
+            # (rows outside them are dropped in _decode): a batch that does not decode is found
+            # by every task whose bytes hold it, so no split keeps rows another split skips
             it = ColumnChunkIterator(buf, start=start, end=end, base_position=base,
-                                     max_records=st.records_per_batch, start_offset=s.start_offset,
-                                     end_offset=s.end_offset, include_headers=st.include_headers,
+                                     max_records=st.records_per_batch,
+                                     start_offset=None if skipping else s.start_offset,
+                                     end_offset=None if skipping else s.end_offset,
+                                     include_headers=st.include_headers,
                                      builder=builder, last_chunk=builder is None)
             try:
-                yield from _decode(it, s, st, txn, done)
+                yield from _decode(_whole_batches(it) if skipping else it, s, st, txn, done)
             except CorruptRecordError as exc:
                 if not skipping:
                     raise type(exc)(f"{exc} (in {s.path}; set skipCorruptData=true to skip damaged "
                                     "batches)", position=None, reason=exc.reason) from exc
-                # a batch whose CRC matches but which does not decode: the rows before it that
-                # were not yielded yet are decoded again, then it is skipped like any damage
+                # a batch whose CRC matches but which does not decode: none of its rows was
+                # yielded (_whole_batches); the rows before it that were not yielded yet are
+                # decoded again, then it is skipped like any damage
                 at = max(_batch_holding(buf, start, end, base, exc.position), done[0])
                 yield from _decode(iter_column_chunks(
                     buf, start=max(start, done[0] - base), end=at - base, base_position=base,
@@ -250,6 +257,25 @@ def _read_span(storage, s: Slice, st: ReadSettings):
     finally:
         pieces.close()
     return None
+
+
+def _whole_batches(chunks: Iterator[ColumnChunk]) -> Iterator[ColumnChunk]:
+    """The decoder's chunks, each held back until decoding has passed the batch at its end.
+
+    A chunk ends where the column builder filled up, which may be inside a batch (any
+    batch, not only one larger than a chunk): the rest of that batch comes in the next
+    chunks and may still fail to decode.  A batch that does not decode is skipped whole,
+    so no row of it may leave before its last record decoded.  Every chunk held shares
+    one ``end_position`` (the batch being decoded); a chunk ending further on shows the
+    decoder has finished that batch, and releases them.
+    """
+    held: List[ColumnChunk] = []
+    for chunk in chunks:
+        if held and chunk.end_position > held[-1].end_position:
+            yield from held
+            held = []
+        held.append(chunk)
+    yield from held     # the decoder reached the end of the piece
 
 
 def _batch_holding(buf, start: int, end: int, base: int, position: Optional[int]) -> int:
@@ -322,11 +348,19 @@ def _decode(it, s: Slice, st: ReadSettings, txn: List[Optional[TxnMarkers]],
             done[0] = chunk.end_position
             if chunk.next_offset is not None:
                 done[1] = max(done[1], int(chunk.next_offset))
+            if len(chunk):
+                done[1] = max(done[1], int(chunk.offset[-1]) + 1)
         mask = None
+        if st.skip_corrupt_data and len(chunk):
+            # decoded without the offset bounds (see _read_span): keep the slice's offsets
+            off = chunk.offset
+            if off.min() < s.start_offset or off.max() >= s.end_offset:
+                mask = (off >= s.start_offset) & (off < s.end_offset)
         if committed and len(chunk) and chunk.is_transactional.any():
             if txn[0] is None:
                 txn[0] = TxnMarkers.for_slice(s, storage=storage_for(s.path, st.storage_options))
-            mask = ~aborted_mask(chunk, txn[0])
+            keep = ~aborted_mask(chunk, txn[0])
+            mask = keep if mask is None else (mask & keep)
         if st.ts_lo is not None or st.ts_hi is not None:
             ts = chunk.timestamp
             m = np.ones(len(chunk), bool)
@@ -365,10 +399,73 @@ def _warn_if_pure() -> None:
 
 
 def read_task(task: Task, st: ReadSettings) -> Iterator:
-    """Every slice of a task, small batches coalesced to at least ``MIN_BATCH_ROWS`` rows."""
+    """Every slice of a task, small batches coalesced to at least ``MIN_BATCH_ROWS`` rows.
+
+    The slices are decoded on a thread, up to ``READ_AHEAD`` batches ahead of the
+    caller, so decoding overlaps with Spark's worker sending the previous batch to the
+    JVM (the decoder and the codecs release the GIL).
+    """
+    _warn_if_pure()
+    batches = _task_batches(task, st)
+    return _read_ahead(batches, READ_AHEAD) if READ_AHEAD > 0 else batches
+
+
+#: Arrow batches a task decodes ahead of Spark's worker (0: decode in the caller's thread).
+READ_AHEAD = 2
+
+
+def _read_ahead(batches: Iterator, depth: int) -> Iterator:
+    """Run the generator ``batches`` on a thread, at most ``depth`` items ahead of the caller.
+
+    Items come out in order; an exception raised by ``batches`` is raised here, after the
+    items before it.  Closing this generator (Spark stops reading: a limit, a failed task)
+    stops the thread at its next item and closes ``batches`` there.
+    """
+    q: "queue.Queue" = queue.Queue(depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for b in batches:
+                if not put((_ITEM, b)):
+                    return
+            put((_END, None))
+        except BaseException as exc:  # handed to the caller, which raises it
+            put((_ERROR, exc))
+        finally:
+            batches.close()
+
+    t = threading.Thread(target=work, name="kafkawire-read-ahead", daemon=True)
+    t.start()
+    try:
+        while True:
+            kind, item = q.get()
+            if kind is _ITEM:
+                yield item
+            elif kind is _END:
+                return
+            else:
+                raise item
+    finally:
+        stop.set()
+
+
+_ITEM, _END, _ERROR = object(), object(), object()
+
+
+def _task_batches(task: Task, st: ReadSettings) -> Iterator:
+    """The batches of :func:`read_task`, decoded in the calling thread."""
     # only tasks need it; planning (on the driver) imports this module too
     pa = require("pyarrow", "spark", "The Spark data source")
-    _warn_if_pure()
     pending: List = []
     rows = 0
     for s in task.slices:
