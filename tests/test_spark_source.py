@@ -371,8 +371,21 @@ def _flip_mid_segment(logdirs, root):
     return str(root), pos, base, resume, resume_offset
 
 
-def test_skipping_corrupt_data_never_depends_on_the_split(logdirs, tmp_path, caplog):
+def _skipping_reads(root, splits, caplog, **opts):
+    """Read ``root`` with skipCorruptData under every split, as a path and as a file:// URL:
+    (url, split, tasks, table, the WARN messages naming skipped bytes) for each."""
     import logging
+    for url in (False, True):
+        for split in splits:
+            caplog.clear()
+            path = "file://" + root if url else root
+            with caplog.at_level(logging.WARNING, logger="kafkawire.spark"):
+                tasks, table = read_in_process({"path": path, "skipcorruptdata": "true", **opts, **split})
+            skipped = [r.getMessage() for r in caplog.records if "skipped damaged bytes" in r.getMessage()]
+            yield url, split, tasks, table, skipped
+
+
+def test_skipping_corrupt_data_never_depends_on_the_split(logdirs, tmp_path, caplog):
     from kafkawire.errors import CorruptRecordError
     root, pos, base, resume, resume_offset = _flip_mid_segment(logdirs, tmp_path / "bad")
     for extra in ({"verifycrc": "true"}, {"verifycrc": "true", "failondataloss": "false"}):
@@ -385,22 +398,15 @@ def test_skipping_corrupt_data_never_depends_on_the_split(logdirs, tmp_path, cap
             + expected_rows(intact, ranges={("orders", 0): (resume_offset, _bounds(logdirs)[("orders", 0)][1])}))
     splits = [{"minpartitions": str(n), "maxbytespertask": "4k" if n == 8 else "64m"} for n in (1, 2, 4, 8)]
     splits += [{"maxrecordsperpartition": str(n)} for n in (700, 2500)]
-    for url in (False, True):
-        for split in splits:
-            caplog.clear()
-            path = "file://" + root if url else root
-            with caplog.at_level(logging.WARNING, logger="kafkawire.spark"):
-                tasks, table = read_in_process({"path": path, "skipcorruptdata": "true",
-                                                  "includeheaders": "true", **split})
-            assert rows_of_table(table) == want, (url, split, len(tasks))
-            skipped = [r.getMessage() for r in caplog.records if "skipped damaged bytes" in r.getMessage()]
-            assert skipped and all("orders-0" in m and "skipCorruptData" in m for m in skipped)
-            # each task reports the damaged bytes of its own range: together, exactly the skipped ones
-            spans = sorted(tuple(int(x) for x in re.search(r"bytes (\d+)\.\.(\d+)", m).groups())
-                           for m in skipped)
-            assert spans[0][0] == pos and max(b for _a, b in spans) == resume
-            assert all(a <= b0 for (_a0, b0), (a, _b) in zip(spans, spans[1:]))
-            assert split is not splits[0] or f"reading resumes at offset {resume_offset}" in skipped[0]
+    for url, split, tasks, table, skipped in _skipping_reads(root, splits, caplog, includeheaders="true"):
+        assert rows_of_table(table) == want, (url, split, len(tasks))
+        assert skipped and all("orders-0" in m and "skipCorruptData" in m for m in skipped)
+        # each task reports the damaged bytes of its own range: together, exactly the skipped ones
+        spans = sorted(tuple(int(x) for x in re.search(r"bytes (\d+)\.\.(\d+)", m).groups())
+                       for m in skipped)
+        assert spans[0][0] == pos and max(b for _a, b in spans) == resume
+        assert all(a <= b0 for (_a0, b0), (a, _b) in zip(spans, spans[1:]))
+        assert split is not splits[0] or f"reading resumes at offset {resume_offset}" in skipped[0]
 
 
 def test_stream_data_loss_and_min_offsets_per_trigger(logdirs, tmp_path):
@@ -495,7 +501,6 @@ def _undecodable_batch(root, sizes, bad, interval=1):
 def test_skipping_a_batch_that_does_not_decode_drops_all_its_rows(tmp_path, caplog):
     # the bad batch is larger than two Arrow batches: the decoder has filled two with
     # its first rows before its last record fails
-    import logging
     from kafkawire.errors import CorruptRecordError
     root, pos, others = _undecodable_batch(tmp_path / "big", [700, 900, 25_000, 800, 600], 2)
     with pytest.raises(CorruptRecordError, match="skipCorruptData=true"):
@@ -503,17 +508,9 @@ def test_skipping_a_batch_that_does_not_decode_drops_all_its_rows(tmp_path, capl
     splits = [{"minpartitions": str(n)} for n in (1, 2, 3)]
     splits += [{"maxrecordsperpartition": str(n)} for n in (5000, 11000)]
     splits += [{"maxbytespertask": "4k"}]
-    for url in (False, True):
-        for split in splits:
-            caplog.clear()
-            path = "file://" + root if url else root
-            with caplog.at_level(logging.WARNING, logger="kafkawire.spark"):
-                tasks, table = read_in_process({"path": path, "skipcorruptdata": "true",
-                                                  "recordsperbatch": "10000", **split})
-            offsets = table.column("offset").to_pylist()
-            assert offsets == others, (url, split, len(tasks))
-            skipped = [r.getMessage() for r in caplog.records if "skipped damaged bytes" in r.getMessage()]
-            assert skipped and all(f"skipped damaged bytes {pos}.." in m for m in skipped), skipped
+    for url, split, tasks, table, skipped in _skipping_reads(root, splits, caplog, recordsperbatch="10000"):
+        assert table.column("offset").to_pylist() == others, (url, split, len(tasks))
+        assert skipped and all(f"skipped damaged bytes {pos}.." in m for m in skipped), skipped
 
 
 def test_skipping_a_batch_that_does_not_decode_never_depends_on_offset_splits(tmp_path):
