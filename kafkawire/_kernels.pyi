@@ -66,6 +66,7 @@ from kafkawire._fast.accum import (
     Appender as Appender,
     RecordBuffer as RecordBuffer,
     Sticky as Sticky,
+    encode_columns_into as encode_columns_into,
 )
 
 MODULES: Tuple[str, ...]

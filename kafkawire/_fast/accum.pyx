@@ -16,15 +16,16 @@ other thread; the counters it shares with the general path (``used``,
 atomic for the same reason.
 """
 cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
 
-__all__ = ["RecordBuffer", "Appender", "Sticky"]
+__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into"]
 
 cdef extern from *:
     """
@@ -62,6 +63,7 @@ cdef extern from *:
     #endif
     """
     int KW_ACCUM_HAS_GIL
+    bint __builtin_sub_overflow(int64_t a, int64_t b, int64_t *r) nogil
     int64_t kw_accum_now_ms() nogil
     uint32_t kw_murmur2(const unsigned char *data, Py_ssize_t length) nogil
 
@@ -419,3 +421,194 @@ cdef class Appender:
         f._outcome = outcome
         f._index = i
         return f
+
+
+# ------------------------------------------------------------ send_batch's column encoder
+
+cdef struct _Col:
+    const unsigned char *bits    # validity bitmap (NULL: no nulls)
+    const unsigned char *offs
+    const unsigned char *data
+    Py_ssize_t data_len
+    Py_ssize_t base               # the array's offset into its buffers
+    int width                     # 4 (binary) or 8 (large_binary)
+    bint present
+
+
+cdef class _Held:
+    """The buffers a column borrows, released when the encoder is done."""
+    cdef Py_buffer views[6]   # up to three per column, two columns
+    cdef int n
+
+    cdef int hold(self, object obj, Py_buffer **view) except -1:
+        if self.n >= 6:
+            raise ValueError("too many column buffers")
+        PyObject_GetBuffer(obj, &self.views[self.n], PyBUF_SIMPLE)
+        view[0] = &self.views[self.n]
+        self.n += 1
+        return 0
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(self.n):
+            PyBuffer_Release(&self.views[i])
+
+
+cdef int _open_col(_Col *c, _Held held, object col, Py_ssize_t stop, str what) except -1:
+    cdef Py_buffer *view
+    c.present = False
+    c.bits = NULL
+    if col is None:
+        return 0
+    validity, offsets, data, width, base = col
+    if width != 4 and width != 8:
+        raise ValueError(f"{what}: offset width must be 4 or 8, not {width}")
+    c.width = width
+    c.base = base
+    if c.base < 0:
+        raise ValueError(f"{what}: bad row range")
+    held.hold(offsets, &view)
+    c.offs = <const unsigned char *>view.buf
+    if view.len // c.width < c.base + stop + 1:
+        raise ValueError(f"{what}: the offsets buffer holds {view.len // c.width} entries, "
+                         f"{c.base + stop + 1} needed")
+    held.hold(data, &view)
+    c.data = <const unsigned char *>view.buf
+    c.data_len = view.len
+    if validity is not None:
+        held.hold(validity, &view)
+        c.bits = <const unsigned char *>view.buf
+        if view.len * 8 < c.base + stop:
+            raise ValueError(f"{what}: the validity bitmap is too short")
+    c.present = True
+    return 0
+
+
+cdef inline Py_ssize_t _col_get(const _Col *c, Py_ssize_t i,
+                                const unsigned char **ptr) noexcept nogil:
+    """Row ``i``'s length (-1: null; -2: bad offsets), its bytes in ``ptr``."""
+    cdef Py_ssize_t j, lo, hi
+    if not c.present:
+        return -1
+    j = c.base + i
+    if c.bits != NULL and not ((c.bits[j >> 3] >> (j & 7)) & 1):
+        return -1
+    if c.width == 4:
+        lo = (<const int32_t *>c.offs)[j]
+        hi = (<const int32_t *>c.offs)[j + 1]
+    else:
+        lo = <Py_ssize_t>(<const int64_t *>c.offs)[j]
+        hi = <Py_ssize_t>(<const int64_t *>c.offs)[j + 1]
+    if lo < 0 or hi < lo or hi > c.data_len:
+        return -2
+    ptr[0] = c.data + lo
+    return hi - lo
+
+
+cdef inline Py_ssize_t _field_size(Py_ssize_t n) noexcept nogil:
+    if n < 0:
+        return 1
+    return uvar_size(zz(n)) + n
+
+
+cdef enum:  # the encoder's outcomes besides success
+    _BAD_KEY = 1
+    _BAD_VALUE = 2
+    _TS_RANGE = 3
+    _FULL = 4
+
+
+cdef int _encode_rows(unsigned char *out, Py_ssize_t cap, Py_ssize_t *pos, Py_ssize_t start,
+                      Py_ssize_t stop, const int64_t *ts, int64_t base, const _Col *kc,
+                      const _Col *vc, Py_ssize_t *bad) noexcept nogil:
+    cdef Py_ssize_t i, kn, vn, body, n = pos[0]
+    cdef const unsigned char *kp = NULL
+    cdef const unsigned char *vp = NULL
+    cdef uint64_t zts = 0, zoff
+    cdef int64_t d
+    cdef unsigned char *p
+    for i in range(start, stop):
+        kn = _col_get(kc, i, &kp)
+        vn = _col_get(vc, i, &vp)
+        if kn == -2 or vn == -2:
+            bad[0] = i
+            pos[0] = n
+            return _BAD_KEY if kn == -2 else _BAD_VALUE
+        if ts != NULL:
+            if __builtin_sub_overflow(ts[i], base, &d):
+                bad[0] = i
+                pos[0] = n
+                return _TS_RANGE
+            zts = zz(d)
+        zoff = zz(i - start)
+        body = 2 + uvar_size(zts) + uvar_size(zoff) + _field_size(kn) + _field_size(vn)
+        if cap - n < body + uvar_size(zz(body)):
+            bad[0] = i
+            pos[0] = n
+            return _FULL
+        p = put_uvar(out + n, zz(body))
+        p[0] = 0
+        p = put_uvar(p + 1, zts)
+        p = put_uvar(p, zoff)
+        p = put_field(p, kp if kn >= 0 else NULL, kn)
+        p = put_field(p, vp if vn >= 0 else NULL, vn)
+        p[0] = 0
+        n = p + 1 - out
+    pos[0] = n
+    return 0
+
+
+def encode_columns_into(out, Py_ssize_t pos, Py_ssize_t start, Py_ssize_t stop, timestamps,
+                        int64_t base_timestamp, keys, values) -> int:
+    """Encode rows ``start..stop-1`` of Arrow-layout columns as v2 records into ``out``.
+
+    ``out`` is a writable buffer; the records go from byte ``pos`` on and the
+    end position is returned.  ``keys``/``values`` are ``(validity, offsets,
+    data, offset width, array offset)`` or None (every row null);
+    ``timestamps`` a buffer of int64 (or None: every delta 0) whose deltas
+    from ``base_timestamp`` are written.  The loop runs without the GIL, so
+    the producer's I/O thread sends earlier batches meanwhile.  A ValueError
+    names the row whose offsets or timestamp are bad, or the row that does
+    not fit (size ``out`` with 32 bytes per row besides keys and values).
+    """
+    cdef _Held held = _Held()
+    cdef _Col kc, vc
+    cdef Py_buffer ob, tb
+    cdef bint has_t = False
+    cdef const int64_t *ts = NULL
+    cdef Py_ssize_t n = pos, bad = -1
+    cdef int err
+    if start < 0 or stop < start:
+        raise ValueError(f"bad row range {start}..{stop}")
+    if stop - start > 0x80000000:
+        raise ValueError("value out of 32-bit varint range: too many rows for one batch")
+    _open_col(&kc, held, keys, stop, "keys")
+    _open_col(&vc, held, values, stop, "values")
+    PyObject_GetBuffer(out, &ob, PyBUF_WRITABLE)
+    try:
+        if pos < 0 or pos > ob.len:
+            raise ValueError(f"position {pos} is outside the {ob.len}-byte buffer")
+        if timestamps is not None:
+            PyObject_GetBuffer(timestamps, &tb, PyBUF_SIMPLE)
+            has_t = True
+            if tb.len // 8 < stop:
+                raise ValueError(f"timestamps: the buffer holds {tb.len // 8} entries, "
+                                 f"{stop} needed")
+            ts = <const int64_t *>tb.buf
+        with nogil:
+            err = _encode_rows(<unsigned char *>ob.buf, ob.len, &n, start, stop, ts,
+                               base_timestamp, &kc, &vc, &bad)
+        if err == _BAD_KEY or err == _BAD_VALUE:
+            what = "keys" if err == _BAD_KEY else "values"
+            raise ValueError(f"{what}: offsets of row {bad} are out of order or past the data")
+        if err == _TS_RANGE:
+            raise ValueError(f"timestamps: row {bad}'s delta from {base_timestamp} is out of "
+                             "64-bit varlong range")
+        if err == _FULL:
+            raise ValueError(f"row {bad} does not fit in the {ob.len}-byte buffer "
+                             f"(at byte {n})")
+        return n
+    finally:
+        if has_t:
+            PyBuffer_Release(&tb)
+        PyBuffer_Release(&ob)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
-from kafkawire._pure.records import encode_records_v2
+from kafkawire._pure.records import encode_records_v2, encode_records_v2_columns
 
-__all__ = ["RecordBuffer", "Appender", "Sticky"]
+__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into"]
 
 class Sticky:
     """A topic's keyless partition and the bytes it takes before the producer moves on."""
@@ -150,3 +150,33 @@ class Appender:
              partition: Any = None, timestamp: Any = None, on_delivery: Any = None) -> Any:
         """Append one record to its partition's open batch; a future of its metadata."""
         return self._fallback(topic, value, key, headers, partition, timestamp, on_delivery)
+
+
+def encode_columns_into(out: Any, pos: int, start: int, stop: int, timestamps: Any,
+                        base_timestamp: int, keys: Any, values: Any) -> int:
+    """Encode rows ``start..stop-1`` of Arrow-layout columns as v2 records into ``out``.
+
+    ``out`` is a writable buffer; the records go from byte ``pos`` on and the
+    end position is returned.  ``keys``/``values`` are ``(validity, offsets,
+    data, offset width, array offset)`` or None (every row null);
+    ``timestamps`` a buffer of int64 (or None: every delta 0) whose deltas
+    from ``base_timestamp`` are written.  A ValueError names the row whose
+    offsets or timestamp are bad, or says the rows do not fit (size ``out``
+    with 32 bytes per row besides keys and values).
+    """
+    if start < 0 or stop < start:
+        raise ValueError(f"bad row range {start}..{stop}")
+    if stop - start > 0x80000000:
+        raise ValueError("value out of 32-bit varint range: too many rows for one batch")
+    view = memoryview(out).cast("B")
+    if view.readonly:
+        raise TypeError("the output buffer is read-only")
+    if not 0 <= pos <= len(view):
+        raise ValueError(f"position {pos} is outside the {len(view)}-byte buffer")
+    data = encode_records_v2_columns(start, stop, timestamps, base_timestamp, keys, values)
+    end = pos + len(data)
+    if end > len(view):
+        raise ValueError(f"rows {start}..{stop - 1} do not fit in the {len(view)}-byte buffer "
+                         f"(at byte {pos})")
+    view[pos:end] = data
+    return end

@@ -22,7 +22,8 @@ from kafkawire import _kernels as K
 from kafkawire import compression as _compression
 from kafkawire.client.futures import Outcome
 
-__all__ = ["ProducerBatch", "RecordAccumulator", "RECORD_OVERHEAD", "encode_batch"]
+__all__ = ["BufferPool", "ProducerBatch", "RecordAccumulator", "RECORD_OVERHEAD", "batch_header",
+           "encode_batch", "encode_batch_parts"]
 
 # Bytes a record adds besides its key, value and headers (length, attributes, deltas, counts):
 # an estimate for batch_size and buffer_memory, as Kafka's producer estimates.
@@ -33,21 +34,73 @@ _V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _ORDER = itertools.count()
 
 
-def encode_batch(records: bytes, count: int, first_ts: int, max_ts: int, codec: int,
-                 level: Optional[int], producer_id: int, producer_epoch: int,
-                 base_sequence: int, transactional: bool) -> bytes:
-    """A v2 batch at base offset 0 around an encoded records region (compressed here)."""
-    if codec:
-        records = _compression.compress(codec, records, magic=2, level=level)
+def batch_header(records: Any, count: int, first_ts: int, max_ts: int, codec: int,
+                 producer_id: int, producer_epoch: int, base_sequence: int,
+                 transactional: bool) -> bytes:
+    """The 61-byte v2 batch header (base offset 0) for a records region as sent (already
+    compressed with ``codec``), its CRC included."""
     head = bytearray(BATCH_HEADER_SIZE)
     attrs = codec | (0x10 if transactional else 0)
     _V2_HEADER.pack_into(head, 0, 0, BATCH_HEADER_SIZE - 12 + len(records), -1, 2, 0, attrs,
                          max(count - 1, 0), first_ts, max_ts, producer_id, producer_epoch,
                          base_sequence, count)
     # the CRC runs from the attributes through the records: the header's part, then on
-    # through the records, so the records are copied once (into the joined bytes)
+    # through the records
     struct.pack_into(">I", head, 17, K.crc32c(records, 0, -1, K.crc32c(head, 21, -1, 0)))
-    return bytes(head) + records
+    return bytes(head)
+
+
+def encode_batch_parts(records: Any, count: int, first_ts: int, max_ts: int, codec: int,
+                       level: Optional[int], producer_id: int, producer_epoch: int,
+                       base_sequence: int, transactional: bool) -> Tuple[bytes, Any]:
+    """A v2 batch at base offset 0 around an encoded records region (compressed here), as
+    ``(header, records)``: the records are not copied, the socket writes both."""
+    if codec:
+        records = _compression.compress(codec, records, magic=2, level=level)
+    return batch_header(records, count, first_ts, max_ts, codec, producer_id, producer_epoch,
+                        base_sequence, transactional), records
+
+
+def encode_batch(records: bytes, count: int, first_ts: int, max_ts: int, codec: int,
+                 level: Optional[int], producer_id: int, producer_epoch: int,
+                 base_sequence: int, transactional: bool) -> bytes:
+    """A v2 batch at base offset 0 around an encoded records region (compressed here)."""
+    head, body = encode_batch_parts(records, count, first_ts, max_ts, codec, level, producer_id,
+                                    producer_epoch, base_sequence, transactional)
+    return head + bytes(body)
+
+
+class BufferPool:
+    """Reusable output buffers for encoded batches, up to ``limit`` bytes kept.
+
+    Fresh memory costs a page fault per 4 KiB and zeroing; a producer
+    streaming a large table reuses the buffers of acknowledged batches
+    instead.  A buffer comes back (``put``) only once nothing reads it: its
+    batch was answered or failed.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._free: List[bytearray] = []
+        self._kept = 0
+        self._lock = threading.Lock()
+
+    def get(self, size: int) -> bytearray:
+        """A buffer of at least ``size`` bytes (its contents are stale)."""
+        with self._lock:
+            free = self._free
+            for i in range(len(free) - 1, -1, -1):
+                if len(free[i]) >= size:
+                    buf = free.pop(i)
+                    self._kept -= len(buf)
+                    return buf
+        return bytearray(-(-size // 65536) * 65536)
+
+    def put(self, buf: bytearray) -> None:
+        with self._lock:
+            if self._kept + len(buf) <= self.limit:
+                self._free.append(buf)
+                self._kept += len(buf)
 
 
 class ProducerBatch:
@@ -61,7 +114,7 @@ class ProducerBatch:
     __slots__ = ("topic", "partition", "buf", "values", "keys", "timestamps", "headers",
                  "outcome", "callbacks", "created", "deadline", "attempts", "retry_at",
                  "base_sequence", "encoded", "encoded_for", "blob", "first_ts", "max_ts",
-                 "batch_future", "sent_at", "epoch", "order")
+                 "batch_future", "sent_at", "epoch", "order", "pooled", "region_cache")
 
     def __init__(self, topic: str, partition: int, now: float, delivery_timeout: float) -> None:
         self.topic = topic
@@ -78,9 +131,11 @@ class ProducerBatch:
         self.attempts = 0
         self.retry_at = 0.0
         self.base_sequence = -1
-        self.encoded: Optional[bytes] = None
+        self.encoded: Optional[Tuple[bytes, Any]] = None
         self.encoded_for: Optional[Tuple[int, int, int]] = None
-        self.blob: Optional[bytes] = None      # a pre-encoded records region (send_batch)
+        self.blob: Any = None                  # a pre-encoded records region (send_batch)
+        self.pooled: Optional[bytearray] = None  # the pool buffer ``blob`` lies in
+        self.region_cache: Any = None          # the records region as sent (compressed)
         self.first_ts = -1
         self.max_ts = -1
         self.batch_future: Optional[Tuple[Any, int]] = None  # send_batch: (future, index)
@@ -117,12 +172,11 @@ class ProducerBatch:
         return (f"<ProducerBatch {self.topic}-{self.partition} records={self.count} "
                 f"bytes={self.size} seq={self.base_sequence} attempts={self.attempts}>")
 
-    def encode(self, producer_id: int, producer_epoch: int, base_sequence: int, codec: int,
-               level: Optional[int], transactional: bool) -> bytes:
-        """The batch's bytes for this producer id/epoch/sequence (cached: retries resend them)."""
-        key = (producer_id, producer_epoch, base_sequence)
-        if self.encoded is not None and self.encoded_for == key:
-            return self.encoded
+    def region(self, codec: int, level: Optional[int]) -> Any:
+        """The records region as sent: encoded, and compressed with ``codec``, once (retries
+        and new sequence numbers reuse it)."""
+        if self.region_cache is not None:
+            return self.region_cache
         if self.blob is None:
             if self.values is not None:  # send_batch rows
                 assert self.timestamps is not None and self.keys is not None
@@ -138,9 +192,23 @@ class ProducerBatch:
                 buf = self.buf
                 self.first_ts, self.max_ts = buf.first_timestamp, buf.max_timestamp
                 self.blob = buf.take()
-        self.encoded = encode_batch(self.blob, self.count, self.first_ts, self.max_ts, codec,
-                                    level, producer_id, producer_epoch, base_sequence,
-                                    transactional)
+        region = self.blob
+        if codec:
+            region = _compression.compress(codec, region, magic=2, level=level)
+        self.region_cache = region
+        return region
+
+    def encode(self, producer_id: int, producer_epoch: int, base_sequence: int, codec: int,
+               level: Optional[int], transactional: bool) -> Tuple[bytes, Any]:
+        """The batch for this producer id/epoch/sequence as ``(header, records)`` buffers
+        (cached: retries resend them)."""
+        key = (producer_id, producer_epoch, base_sequence)
+        if self.encoded is not None and self.encoded_for == key:
+            return self.encoded
+        region = self.region(codec, level)
+        self.encoded = (batch_header(region, self.count, self.first_ts, self.max_ts, codec,
+                                     producer_id, producer_epoch, base_sequence, transactional),
+                        region)
         self.encoded_for = key
         return self.encoded
 
@@ -156,6 +224,8 @@ class RecordAccumulator:
         self.changed = threading.Condition(self.lock)   # memory freed / records completed
         self.queues: Dict[str, Dict[int, Deque[ProducerBatch]]] = {}
         self.flushing = 0
+        # send_batch's encoded batches reuse the buffers of answered ones
+        self.pool = BufferPool(buffer_memory)
         # The bytes and records queued: counted by an Appender kernel (the producer's send
         # path), which changes them atomically even where send() takes no lock.
         self.counters: Any = K.Appender(None, self.queues, {}, {}, None, batch_size, 0,
@@ -199,7 +269,13 @@ class RecordAccumulator:
         q.append(batch)
 
     def release(self, batch: ProducerBatch) -> None:
+        """The batch is done (answered or failed): its bytes leave the budget, its buffer
+        goes back to the pool."""
         self.counters.release(batch.size, batch.count)
+        if batch.pooled is not None:
+            buf, batch.pooled = batch.pooled, None
+            batch.blob = batch.encoded = batch.region_cache = None
+            self.pool.put(buf)
         self.changed.notify_all()
 
     def batches(self) -> List[ProducerBatch]:

@@ -1,26 +1,63 @@
 """``Producer.send_batch``: records already in hand, cut into batches without a Python object per record.
 
 A ``pyarrow.Table`` or ``RecordBatch`` with ``value``, ``key``,
-``timestamp`` and ``partition`` columns is partitioned and sized with numpy
-and encoded straight from its Arrow buffers by the
-``encode_records_v2_columns`` kernel.  Keyed rows without a partition column
-are hashed with a vectorised murmur2 (a custom partitioner is called per key),
-and a ``headers`` column takes the row-by-row path; a list of tuples/dicts
-always does.
+``timestamp`` and ``partition`` columns is partitioned and sized with numpy;
+each batch is encoded straight from the Arrow buffers by the
+``encode_columns_into`` kernel, into a reused buffer, just before it is
+queued (so the I/O thread sends earlier batches while later ones are
+encoded, and the bytes in hand stay within ``buffer_memory``).  Keyed rows
+without a partition column are hashed with a vectorised murmur2 (a custom
+partitioner is called per key), and a ``headers`` column takes the row-by-row
+path; a list of tuples/dicts always does.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from kafkawire import _kernels as K
-from kafkawire.client.accumulator import RECORD_OVERHEAD
+from kafkawire.client.accumulator import RECORD_OVERHEAD, BufferPool
 from kafkawire.client.results import normalize_record
 
-__all__ = ["Chunk", "arrow_chunks", "row_chunks", "is_arrow"]
+__all__ = ["Chunk", "ArrowEncoder", "arrow_chunks", "row_chunks", "is_arrow"]
 
-# (partition, encoded records region or None, rows as (values, keys, timestamps, headers) or
-#  None, count, first timestamp, max timestamp, size in bytes)
-Chunk = Tuple[int, Optional[bytes], Optional[tuple], int, int, int, int]
+# (partition, rows of an ArrowEncoder as (encoder, start, stop, timestamp spread) or None, rows as
+#  (values, keys, timestamps, headers) or None, count, first timestamp, max timestamp,
+#  size in bytes (the estimate buffer_memory and batch_size count))
+Chunk = Tuple[int, Optional[tuple], Optional[tuple], int, int, int, int]
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class ArrowEncoder:
+    """The columns of one ``send_batch`` table, encoded a batch (row range) at a time."""
+
+    __slots__ = ("ts", "keys", "values", "sizes")
+
+    def __init__(self, ts: Any, keys: Any, values: Any, sizes: Any) -> None:
+        self.ts, self.keys, self.values, self.sizes = ts, keys, values, sizes
+
+    def encode(self, start: int, stop: int, first_ts: int, spread: int, pool: BufferPool
+               ) -> Tuple[bytearray, int]:
+        """Rows ``start..stop-1`` as a v2 records region: ``(buffer, length)``.
+
+        ``spread`` is the largest distance of a row's timestamp from ``first_ts``.
+        """
+        seg = self.sizes[start:stop]
+        rows = stop - start
+        widest = int(seg.max())
+        # every varint at its widest in these rows: a tight bound, so buffers stay small
+        per_row = 2 + _vsize(2 * spread) + _vsize(2 * rows) + 2 * _vsize(2 * widest) + \
+            _vsize(2 * (widest + 64))
+        bound = int(seg.sum()) + (per_row - RECORD_OVERHEAD) * rows
+        buf = pool.get(bound)
+        try:
+            n = K.encode_columns_into(buf, 0, start, stop, self.ts, first_ts, self.keys,
+                                      self.values)
+        except BaseException:
+            pool.put(buf)
+            raise
+        return buf, n
+
 
 _COLUMNS = ("value", "key", "timestamp", "partition", "headers")
 
@@ -28,6 +65,11 @@ _COLUMNS = ("value", "key", "timestamp", "partition", "headers")
 def is_arrow(data: Any) -> bool:
     mod = type(data).__module__
     return mod.startswith("pyarrow") and type(data).__name__ in ("Table", "RecordBatch")
+
+
+def _vsize(n: int) -> int:
+    """Bytes of ``n`` as an unsigned varint."""
+    return max(1, -(-n.bit_length() // 7))
 
 
 def _binary(arr, pa):
@@ -199,16 +241,21 @@ def arrow_chunks(data: Any, num_partitions: int, batch_size: int, now_ms: int,
         edges = [0, *(np.flatnonzero(np.diff(parts)) + 1).tolist(), n]
         groups = [(int(parts[a]), a, b) for a, b in zip(edges, edges[1:])]
     out: List[Chunk] = []
-    encode = K.encode_records_v2_columns
+    enc = ArrowEncoder(ts, kcol, vcol, sizes)
     for p, start, stop in groups:
         for a, b in _cuts(sizes, start, stop, batch_size, np):
             if ts is not None:
-                first, top = int(ts[a]), int(ts[a:b].max())
+                seg = ts[a:b]
+                first, top, low = int(ts[a]), int(seg.max()), int(seg.min())
+                if top - first > _INT64_MAX or low - first < _INT64_MIN:
+                    raise ValueError(f"send_batch: the timestamps of rows {a}..{b - 1} are too "
+                                     "far apart for one batch (64-bit deltas)")
+                spread = max(top - first, first - low)
             else:
                 first = top = now_ms
-            blob = encode(a, b, ts, first, kcol, vcol)  # type: ignore[arg-type]
-            out.append((p if p is not None else keyless_partition(), blob, None, b - a, first,
-                        top, len(blob)))
+                spread = 0
+            out.append((p if p is not None else keyless_partition(), (enc, a, b, spread), None,
+                        b - a, first, top, int(sizes[a:b].sum())))
     return out
 
 

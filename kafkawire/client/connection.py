@@ -17,7 +17,7 @@ import ssl
 import struct
 import threading
 import time
-from typing import Callable, Deque, Dict, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
 
 from kafkawire.client.exceptions import (ClientClosedError, KafkaConnectionError,
                                          RequestTimeoutError)
@@ -28,6 +28,7 @@ __all__ = ["BrokerConnection", "Pending"]
 log = logging.getLogger("kafkawire.client.connection")
 
 _SIZE = struct.Struct(">i")
+_IOV_MAX = 512          # buffers per sendmsg call (Linux allows 1024)
 _CORRELATION = struct.Struct(">i")
 
 
@@ -146,10 +147,14 @@ class BrokerConnection:
     def next_correlation_id(self) -> int:
         return next(self._ids) & 0x7FFFFFFF
 
-    def send(self, frame: bytes, correlation_id: int, api_key: int, version: int, *,
-             expect_response: bool = True, decode: Optional[Callable] = None,
+    def send(self, frame: Union[bytes, List[Any]], correlation_id: int, api_key: int,
+             version: int, *, expect_response: bool = True, decode: Optional[Callable] = None,
              timeout: Optional[float] = None) -> Optional[Pending]:
-        """Write one size-prefixed request frame; return its :class:`Pending` (None if no response)."""
+        """Write one size-prefixed request frame; return its :class:`Pending` (None if no response).
+
+        ``frame`` is bytes, or a list of buffers that together make the frame
+        (written with one ``sendmsg`` where the socket has it, not joined).
+        """
         self.connect()
         pending = Pending(self, correlation_id, api_key, version, decode) if expect_response else None
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
@@ -162,8 +167,12 @@ class BrokerConnection:
             else:
                 self._unanswered.append(correlation_id)
             try:
-                self._timeout_for(sock, max(deadline - time.monotonic(), 0.001))
-                sock.sendall(frame)
+                if isinstance(frame, list):
+                    nbytes = self._send_parts(sock, frame, deadline)
+                else:
+                    self._timeout_for(sock, max(deadline - time.monotonic(), 0.001))
+                    sock.sendall(frame)
+                    nbytes = len(frame)
             except socket.timeout as exc:
                 err = RequestTimeoutError(f"sending to {self.host}:{self.port} timed out")
                 self._fail(err)
@@ -172,8 +181,36 @@ class BrokerConnection:
                 err = KafkaConnectionError(f"sending to {self.host}:{self.port} failed: {exc}")
                 self._fail(err)
                 raise err from exc
-        self.bytes_sent += len(frame)
+        self.bytes_sent += nbytes
         return pending
+
+    def _send_parts(self, sock: socket.socket, parts: List[Any], deadline: float) -> int:
+        """Write every buffer of ``parts`` in order; the bytes written."""
+        if isinstance(sock, ssl.SSLSocket) or not hasattr(sock, "sendmsg"):
+            data = b"".join(parts)
+            self._timeout_for(sock, max(deadline - time.monotonic(), 0.001))
+            sock.sendall(data)
+            return len(data)
+        views = [memoryview(p).cast("B") for p in parts]
+        total = sum(v.nbytes for v in views)
+        i, n = 0, len(views)
+        while True:
+            while i < n and not views[i].nbytes:
+                i += 1
+            if i == n:
+                return total
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            self._timeout_for(sock, left)
+            sent = sock.sendmsg(views[i:i + _IOV_MAX])
+            while sent:
+                k = views[i].nbytes
+                if sent < k:
+                    views[i] = views[i][sent:]
+                    break
+                sent -= k
+                i += 1
 
     def _wait_for(self, pending: Pending, timeout: Optional[float]) -> None:
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)

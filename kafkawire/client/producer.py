@@ -21,7 +21,8 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequ
 
 from kafkawire import _kernels as K
 from kafkawire.client import bulk
-from kafkawire.client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator
+from kafkawire.client.accumulator import (BATCH_HEADER_SIZE, RECORD_OVERHEAD, ProducerBatch,
+                                         RecordAccumulator)
 from kafkawire.client.client import Client
 from kafkawire.client.config import Config, connection_kwargs, resolve
 from kafkawire.client.exceptions import (BufferFullError, ProducerClosedError,
@@ -29,7 +30,7 @@ from kafkawire.client.exceptions import (BufferFullError, ProducerClosedError,
 from kafkawire.client.futures import BatchFuture, DeliveryFuture
 from kafkawire.client.partitioner import partition_for_key
 from kafkawire.client.results import ProduceResult, RecordMetadata
-from kafkawire.client.sender import Sender
+from kafkawire.client.sender import Sender, request_overhead
 from kafkawire.protocol.error_codes import UNKNOWN_TOPIC_OR_PARTITION, error_code, make_error
 
 __all__ = ["Producer", "RecordMetadata"]
@@ -86,8 +87,11 @@ class Producer:
         self._acc = RecordAccumulator(cfg.batch_size, cfg.buffer_memory,
                                       cfg.delivery_timeout_ms / 1000.0)
         self._lock = self._acc.lock
-        self._batch_size = max(cfg.batch_size, 1)
         self._max_request_size = cfg.max_request_size
+        # A Produce request never exceeds max_request_size: a batch (and so a record) leaves
+        # room for the request's own fields around it.
+        room = cfg.max_request_size - request_overhead(cfg.client_id, cfg.transactional_id)
+        self._batch_size = max(min(cfg.batch_size, room), 1)
         self._max_block = cfg.max_block_ms / 1000.0
         self._delivery_timeout = cfg.delivery_timeout_ms / 1000.0
         self._key_ser = cfg.key_serializer
@@ -95,7 +99,7 @@ class Producer:
         self._serialize = self._key_ser is not None or self._value_ser is not None
         self._transactional = cfg.transactional_id is not None
         self._gated = self._transactional  # send() checks the gate when this is True
-        self._max_record_size = cfg.max_request_size - 61
+        self._max_record_size = room - BATCH_HEADER_SIZE
         self._topics = self._client.cluster.topics  # the dict is updated in place
         part = cfg.partitioner
         self._custom_partitioner: Optional[Callable] = part if callable(part) else None
@@ -469,20 +473,19 @@ class Producer:
                                      key_partition, keyless)
         future = BatchFuture(len(chunks))
         acc = self._acc
-        for index, (p, blob, rows, count, first_ts, max_ts, size) in enumerate(chunks):
+        sender = self._sender
+        for index, (p, job, rows, count, first_ts, max_ts, size) in enumerate(chunks):
             b = ProducerBatch(topic, p, _monotonic(), self._delivery_timeout)
             b.batch_future = (future, index)
             b.count = count
             b.first_ts, b.max_ts = first_ts, max_ts
             b.size += size
-            if blob is not None:
-                b.blob = blob
-            else:
+            if rows is not None:
                 b.values, b.keys, b.timestamps, b.headers = rows  # type: ignore[misc]
             b.closed = True
             with self._lock:
                 if acc.used + b.size > acc.buffer_memory and acc.used > 0:
-                    self._sender.wake()
+                    sender.wake()
                     if not acc.wait_for_room(b.size, _monotonic() + self._max_block):
                         err = BufferFullError(
                             f"buffer_memory ({acc.buffer_memory} bytes) stayed full for "
@@ -490,9 +493,24 @@ class Producer:
                         for j in range(index, len(chunks)):
                             future._fail(j, err)
                         break
-                acc.queue(topic, p).append(b)
+                # the room is taken before the batch is encoded, outside the lock
                 acc.counters.reserve(b.size, count)
-        self._sender.wake()
+                if job is None:
+                    acc.queue(topic, p).append(b)
+            if job is not None:
+                enc, start, stop, spread = job
+                try:
+                    b.pooled, n = enc.encode(start, stop, first_ts, spread, acc.pool)
+                except BaseException as exc:
+                    with self._lock:
+                        acc.release(b)
+                    for j in range(index, len(chunks)):
+                        future._fail(j, exc)
+                    raise
+                b.blob = memoryview(b.pooled)[:n]
+                with self._lock:
+                    acc.queue(topic, p).append(b)
+            sender.wake()
         return future
 
     # ------------------------------------------------------------ metadata

@@ -24,6 +24,7 @@ import collections
 import logging
 import select
 import socket
+import struct
 import threading
 import time
 from collections import defaultdict
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from kafkawire import protocol as P
 from kafkawire.client import _api as A
-from kafkawire.client.accumulator import ProducerBatch
+from kafkawire.client.accumulator import BATCH_HEADER_SIZE, ProducerBatch
 from kafkawire.client.cluster import STALE_METADATA_CODES
 from kafkawire.client.exceptions import (DeliveryTimeoutError, KafkaConnectionError,
                                          ProducerClosedError, RequestTimeoutError)
@@ -57,6 +58,130 @@ _EPOCH_ERRORS = frozenset({UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, PRODUCER
 # and broker count them (DefaultRecordBatch.incrementSequence): (seq + n) & _MAX_SEQUENCE.
 _MAX_SEQUENCE = 0x7FFFFFFF
 _HALF_SEQUENCE = 1 << 30
+
+
+_HEAD = struct.Struct(">ihhi")      # size, api key, version, correlation id
+_ACKS_TIMEOUT = struct.Struct(">hi")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_FLEXIBLE_PRODUCE = 9               # ProduceRequest's first flexible version
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _string(s: Optional[str], compact: bool) -> bytes:
+    """A (nullable) STRING: int16 length, or unsigned varint length + 1 when ``compact``."""
+    if s is None:
+        return b"\0" if compact else b"\xff\xff"
+    raw = s.encode("utf-8")
+    return (_uvarint(len(raw) + 1) if compact else _I16.pack(len(raw))) + raw
+
+
+class ProduceFrame:
+    """A Produce request written around its batches' buffers, which it does not copy.
+
+    The generic encoder copies every batch into one frame; this one keeps the
+    fields between batches in small byte strings and hands the socket a list
+    of buffers (``parts``), in the byte order ``protocol.encode_request``
+    writes (versions 3 and up, the ones v2 batches travel in).  ``size`` is the
+    frame's exact size, so a request is packed up to ``max_request_size`` and
+    never past it.
+    """
+
+    __slots__ = ("version", "flexible", "head", "topics", "size")
+
+    def __init__(self, version: int, correlation_id: int, client_id: Optional[str],
+                 transactional_id: Optional[str], acks: int, timeout_ms: int) -> None:
+        self.version = version
+        flexible = self.flexible = version >= _FLEXIBLE_PRODUCE
+        head = bytearray(_HEAD.pack(0, 0, version, correlation_id))
+        head += _string(client_id, False)   # the header's client id is never compact
+        if flexible:
+            head += b"\0"                   # the header's tagged fields
+        head += _string(transactional_id, flexible)
+        head += _ACKS_TIMEOUT.pack(acks, timeout_ms)
+        self.head = head
+        self.topics: Dict[str, list] = {}   # name -> [(partition, header, records)]
+        self.size = self._size()
+
+    def _count(self, n: int) -> int:
+        return len(_uvarint(n + 1)) if self.flexible else 4
+
+    def _size(self) -> int:
+        flex = self.flexible
+        n = len(self.head) + self._count(len(self.topics)) + flex
+        for name, parts in self.topics.items():
+            n += len(_string(name, flex)) + self._count(len(parts)) + flex
+            for _, head, records in parts:
+                k = len(head) + len(records)
+                n += 4 + (len(_uvarint(k + 1)) if flex else 4) + k + flex
+        return n
+
+    def size_with(self, topic: str, partition: int, nbytes: int) -> int:
+        """The frame's size once a batch of ``nbytes`` for ``topic`` is added."""
+        parts = self.topics.setdefault(topic, [])
+        parts.append((partition, b"", _Bytes(nbytes)))
+        try:
+            return self._size()
+        finally:
+            parts.pop()
+            if not parts:
+                del self.topics[topic]
+
+    def add(self, topic: str, partition: int, head: bytes, records: Any) -> None:
+        self.topics.setdefault(topic, []).append((partition, head, records))
+        self.size = self._size()
+
+    def parts(self) -> List[Any]:
+        """The frame as buffers for ``socket.sendmsg`` (small fields joined)."""
+        flex = self.flexible
+        out: List[Any] = []
+        small = bytearray(self.head)
+        small += _uvarint(len(self.topics) + 1) if flex else _I32.pack(len(self.topics))
+        for name, parts in self.topics.items():
+            small += _string(name, flex)
+            small += _uvarint(len(parts) + 1) if flex else _I32.pack(len(parts))
+            for index, head, records in parts:
+                k = len(head) + len(records)
+                small += _I32.pack(index)
+                small += _uvarint(k + 1) if flex else _I32.pack(k)
+                small += head
+                out.append(small)
+                out.append(records)
+                small = bytearray(b"\0" if flex else b"")   # the partition's tagged fields
+            if flex:
+                small += b"\0"                           # the topic's
+        if flex:
+            small += b"\0"                               # the request's
+        out.append(small)
+        _I32.pack_into(out[0], 0, self.size - 4)
+        return out
+
+
+def request_overhead(client_id: Optional[str], transactional_id: Optional[str]) -> int:
+    """The most bytes a one-batch Produce request adds around its batch (any version from 3,
+    any topic name Kafka allows)."""
+    return max(ProduceFrame(v, 0, client_id, transactional_id, -1, 0).size_with("t" * 249, 0, 0)
+               for v in (3, _FLEXIBLE_PRODUCE))
+
+
+class _Bytes:
+    """A stand-in of ``n`` bytes for sizing a frame."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
 
 
 class _Request:
@@ -309,16 +434,18 @@ class Sender(threading.Thread):
                         n = self.inflight_tp[(topic, partition)]
                         if n and (b.attempts or n >= self.max_inflight):
                             continue
-                    size = b.size
-                    if leader in sizes and sizes[leader] + size > self.max_request_size:
-                        continue
                     if self.client.reconnect_delay(leader) > 0:
                         continue
                     if txn is not None and (topic, partition) not in txn.partitions:
                         to_add.append((topic, partition))
                         continue
-                    q.popleft()
+                    # closed before its size is read: send() appends nothing from here on
+                    # (its compiled path takes no lock), so the size is the batch's last
                     b.closed = True
+                    size = b.size
+                    if leader in sizes and sizes[leader] + size > self.max_request_size:
+                        continue
+                    q.popleft()
                     by_node.setdefault(leader, []).append(b)
                     sizes[leader] = sizes.get(leader, 0) + size
         for node, batches in by_node.items():
@@ -346,26 +473,9 @@ class Sender(threading.Thread):
 
     def _send(self, node: int, batches: List[ProducerBatch], now: float) -> None:
         client = self.client
-        topic_data: Dict[str, list] = {}
-        for b in batches:
-            tp = (b.topic, b.partition)
-            if self.idempotent:
-                if b.base_sequence < 0:
-                    b.base_sequence = self.next_seq.get(tp, 0)
-                    self.next_seq[tp] = (b.base_sequence + b.count) & _MAX_SEQUENCE
-                data = b.encode(self.producer_id, self.producer_epoch, b.base_sequence,
-                                self.codec, self.level, self.transactional_id is not None)
-                b.epoch = self.producer_epoch
-            else:
-                data = b.encode(-1, -1, -1, self.codec, self.level, False)
-            topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": data})
-        req = P.ProduceRequest(transactional_id=self.transactional_id, acks=self.acks,
-                               timeout_ms=int(self.request_timeout * 1000),
-                               topic_data=[{"name": t, "partition_data": ps}
-                                           for t, ps in topic_data.items()])
         try:
             conn = client._node(node)
-            pending = client._send(conn, req, None, None, expect_response=self.acks != 0)
+            version = client._version(conn, A.PRODUCE)
         except (KafkaConnectionError, RequestTimeoutError) as exc:
             log.info("sending to broker %s failed: %s", node, exc)
             client.cluster.mark_stale()
@@ -375,6 +485,55 @@ class Sender(threading.Thread):
         except KafkaWireError as exc:  # e.g. no common Produce version: not worth retrying
             for b in batches:
                 self._complete(b, error=exc)
+            return
+        cid = conn.next_correlation_id()
+        frame = ProduceFrame(version, cid, client.client_id, self.transactional_id, self.acks,
+                             int(self.request_timeout * 1000))
+        sent: List[ProducerBatch] = []
+        later: List[ProducerBatch] = []
+        for b in batches:
+            # the exact bytes decide, before a sequence number is given: the request never
+            # exceeds max_request_size
+            nbytes = BATCH_HEADER_SIZE + len(b.region(self.codec, self.level))
+            if frame.size_with(b.topic, b.partition, nbytes) > self.max_request_size:
+                if sent:
+                    later.append(b)
+                    continue
+                self._complete(b, error=make_error(
+                    10, f"a batch of {b.count} record(s) makes a {nbytes}-byte Produce request "
+                        f"for {b.topic}-{b.partition}, over max_request_size "
+                        f"({self.max_request_size})", api="Produce", topic=b.topic,
+                    partition=b.partition))
+                continue
+            if self.idempotent:
+                tp = (b.topic, b.partition)
+                if b.base_sequence < 0:
+                    b.base_sequence = self.next_seq.get(tp, 0)
+                    self.next_seq[tp] = (b.base_sequence + b.count) & _MAX_SEQUENCE
+                head, records = b.encode(self.producer_id, self.producer_epoch, b.base_sequence,
+                                         self.codec, self.level, self.transactional_id is not None)
+                b.epoch = self.producer_epoch
+            else:
+                head, records = b.encode(-1, -1, -1, self.codec, self.level, False)
+            frame.add(b.topic, b.partition, head, records)
+            sent.append(b)
+        if later:  # the next request takes them, in their partitions' order
+            with self.acc.lock:
+                for b in later:
+                    self.acc.requeue(b)
+        batches = sent
+        if not batches:
+            return
+        try:
+            pending = conn.send(frame.parts(), cid, A.PRODUCE, version,
+                                expect_response=self.acks != 0,
+                                timeout=self.request_timeout,
+                                decode=lambda f, v=version: A.decode_response(A.PRODUCE, v, f))
+        except (KafkaConnectionError, RequestTimeoutError) as exc:
+            log.info("sending to broker %s failed: %s", node, exc)
+            client.cluster.mark_stale()
+            for b in batches:
+                self._retry_or_fail(b, exc, now)
             return
         for b in batches:
             b.sent_at = now
