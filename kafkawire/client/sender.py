@@ -30,6 +30,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+from kafkawire import _kernels as K
 from kafkawire import protocol as P
 from kafkawire.client import _api as A
 from kafkawire.client.accumulator import BATCH_HEADER_SIZE, ProducerBatch
@@ -68,12 +69,7 @@ _FLEXIBLE_PRODUCE = 9               # ProduceRequest's first flexible version
 
 
 def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return K.write_unsigned_varint(n)  # type: ignore[no-any-return]
 
 
 def _string(s: Optional[str], compact: bool) -> bytes:
@@ -477,10 +473,7 @@ class Sender(threading.Thread):
             conn = client._node(node)
             version = client._version(conn, A.PRODUCE)
         except (KafkaConnectionError, RequestTimeoutError) as exc:
-            log.info("sending to broker %s failed: %s", node, exc)
-            client.cluster.mark_stale()
-            for b in batches:
-                self._retry_or_fail(b, exc, now)
+            self._send_failed(node, batches, exc, now)
             return
         except KafkaWireError as exc:  # e.g. no common Produce version: not worth retrying
             for b in batches:
@@ -530,10 +523,7 @@ class Sender(threading.Thread):
                                 timeout=self.request_timeout,
                                 decode=lambda f, v=version: A.decode_response(A.PRODUCE, v, f))
         except (KafkaConnectionError, RequestTimeoutError) as exc:
-            log.info("sending to broker %s failed: %s", node, exc)
-            client.cluster.mark_stale()
-            for b in batches:
-                self._retry_or_fail(b, exc, now)
+            self._send_failed(node, batches, exc, now)
             return
         for b in batches:
             b.sent_at = now
@@ -544,6 +534,13 @@ class Sender(threading.Thread):
         self.inflight[node].append(_Request(node, conn, pending, batches, now))
         for b in batches:
             self.inflight_tp[(b.topic, b.partition)] += 1
+
+    def _send_failed(self, node: int, batches: List[ProducerBatch], exc: BaseException,
+                     now: float) -> None:
+        log.info("sending to broker %s failed: %s", node, exc)
+        self.client.cluster.mark_stale()
+        for b in batches:
+            self._retry_or_fail(b, exc, now)
 
     # ---------------------------------------------------------------- poll
     def _timeout(self, now: float) -> float:
