@@ -1,6 +1,6 @@
 """End-to-end Spark: the kafkawire source against a tuple-yielding aiokafka baseline.
 
-    python benchmarks/bench_spark.py [--quick] [--records N] [--partitions P] [--repeat R]
+    python benchmarks/bench_spark.py [--quick] [--records N[,N...]] [--partitions P] [--repeat R]
                                      [--master local[2]] [--no-ceiling] [--no-sink | --sink-only]
                                      [--results PATH]
 
@@ -20,8 +20,11 @@ sources, same files, same run:
   Arrow stream to the JVM, rows in the JVM, the writer).
 
 Each round runs every job of every source once, interleaved (a busy shared
-machine then slows all sources alike); the table shows the best of
-``--repeat`` rounds as rows/s and the ratio kafkawire/baseline (bar: >= 5x).
+machine then slows all sources alike); the table shows the median of
+``--repeat`` rounds as rows/s, the ratio kafkawire/baseline (bar: >= 5x) and
+the share of the Arrow ceiling kafkawire reaches, with the load average
+before and after the rounds.  ``--records 2000000,10000000`` measures each
+size in turn in the same session (one folder per size, one JSON).
 On Linux with a local master it also shows the CPU seconds each query used
 (median over rounds), split into the JVM (driver and executor threads) and
 the Python workers (planning and tasks): where the time goes, and a
@@ -128,17 +131,22 @@ def baseline_source():
     return AiokafkaTuples
 
 
-def ceiling_source(logs: str, records: int, tasks: int):
-    """Yields one pre-decoded Arrow batch over and over: the best a Python source can do here."""
+def ceiling_source(tasks: int):
+    """Yields one pre-decoded Arrow batch over and over: the best a Python source can do here
+    (options: ``path``, the log.dirs folder to take the batch from; ``records``, rows in all)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     class _Reader(DataSourceReader):
+        def __init__(self, logs, records):
+            self.logs, self.records = logs, records
+
         def partitions(self):
             return [InputPartition(i) for i in range(tasks)]
 
         def read(self, part):
             from kafkawire.spark import layout
             from kafkawire.records.columnar import iter_column_chunks
+            logs, records = self.logs, self.records
             d = os.path.join(logs, sorted(os.listdir(logs))[0])
             f = sorted(x for x in os.listdir(d) if x.endswith(".log"))[0]
             chunk = next(iter(iter_column_chunks(layout.map_file(os.path.join(d, f)), max_records=65536)))
@@ -159,7 +167,7 @@ def ceiling_source(logs: str, records: int, tasks: int):
                     "timestamp timestamp, timestampType int")
 
         def reader(self, schema):
-            return _Reader()
+            return _Reader(self.options["path"], int(self.options["records"]))
 
     return ArrowCeiling
 
@@ -205,7 +213,8 @@ class CpuMeter:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small data, one round")
-    ap.add_argument("--records", type=int)
+    ap.add_argument("--records", help="records, or several sizes measured one after the other in "
+                    "the same run and session: 2000000,10000000 (default 2M, --quick 200k)")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--repeat", type=int, help="rounds (default 3, --quick 1)")
     ap.add_argument("--master", default="local[2]")
@@ -218,16 +227,21 @@ def main() -> int:
     a = ap.parse_args()
     if a.sink_only and a.no_sink:
         ap.error("--sink-only and --no-sink exclude each other")
-    records = a.records or (200_000 if a.quick else 2_000_000)
+    sizes = [int(x) for x in a.records.split(",")] if a.records else [200_000 if a.quick else 2_000_000]
     repeat = a.repeat or (1 if a.quick else 3)
     work = tempfile.mkdtemp(prefix="kafkawire-bench-spark-")
     try:
-        logs = os.path.join(work, "logs")
-        t = time.time()
-        n = make_data(logs, records, a.partitions)
-        size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(logs) for f in fs if f.endswith(".log"))
-        print(f"data: {n} records, {a.partitions} partitions, {size / 1e6:.1f} MB of .log "
-              f"(written in {time.time() - t:.1f}s)", flush=True)
+        datasets = {}
+        for records in sizes:
+            logs = os.path.join(work, f"logs-{records}")
+            t = time.time()
+            n = make_data(logs, records, a.partitions)
+            size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(logs) for f in fs
+                       if f.endswith(".log"))
+            print(f"data: {n} records, {a.partitions} partitions, {size / 1e6:.1f} MB of .log "
+                  f"(written in {time.time() - t:.1f}s)", flush=True)
+            datasets[n] = logs
+        n, logs = next(iter(datasets.items()))       # the sink writes the first data set
         import kafkawire
         from kafkawire import _kernels
         # The Python workers inherit this: one that cannot load the compiled kernels (say, a
@@ -237,17 +251,22 @@ def main() -> int:
         spark = make_session(a.master, "kafkawire-bench")
         par = spark.sparkContext.defaultParallelism
         spark.dataSource.register(baseline_source())
-        spark.dataSource.register(ceiling_source(logs, n, par))
+        spark.dataSource.register(ceiling_source(par))
         print(f"spark {spark.version}, master {a.master} (parallelism {par}), kafkawire backend "
               f"{kafkawire.backend} (workers: KAFKAWIRE_BACKEND={os.environ['KAFKAWIRE_BACKEND']})", flush=True)
         local = a.master.startswith("local")
         meter = CpuMeter(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()) if local else None
-        frames = {
-            "kafkawire": lambda: spark.read.format("kafkawire").option("minPartitions", par).load(logs),
-            "aiokafka_tuples": lambda: spark.read.format("aiokafka_tuples").load(logs),
-        }
-        if not a.no_ceiling:
-            frames["arrow_ceiling"] = lambda: spark.read.format("arrow_ceiling").load(logs)
+
+        def frames_of(logs, n):
+            frames = {
+                "kafkawire": lambda: spark.read.format("kafkawire").option("minPartitions", par).load(logs),
+                "aiokafka_tuples": lambda: spark.read.format("aiokafka_tuples").load(logs),
+            }
+            if not a.no_ceiling:
+                frames["arrow_ceiling"] = lambda: spark.read.format("arrow_ceiling").option(
+                    "records", n).load(logs)
+            return frames
+        frames = frames_of(logs, n)
         out = os.path.join(work, "parquet")
         jobs = {
             "count()": lambda df: df.count(),
@@ -258,24 +277,30 @@ def main() -> int:
         }
         if a.sink_only:
             jobs = {}
-        for name, mk in frames.items() if jobs else ():  # warm-up (JIT, workers), all read everything
-            assert mk().count() == n, name
-            mk().write.mode("overwrite").parquet(out)
-        walls = {(j, s): [] for j in jobs for s in frames}
-        cpus = {(j, s): [] for j in jobs for s in frames}
-        for r in range(repeat if jobs else 0):
-            for job, act in jobs.items():
-                for name, mk in frames.items():
-                    c0 = meter.sample() if meter else (0.0, 0.0)
-                    t = time.perf_counter()
-                    act(mk())
-                    w = time.perf_counter() - t
-                    c1 = meter.sample() if meter else (0.0, 0.0)
-                    walls[job, name].append(w)
-                    cpus[job, name].append((c1[0] - c0[0], c1[1] - c0[1]))
-                    print(f"  round {r + 1}: {name:<16} {job:<50} {n / w:>11,.0f} rows/s ({w:.2f}s)"
-                          + (f"   cpu: JVM {c1[0] - c0[0]:.2f}s, Python {c1[1] - c0[1]:.2f}s" if meter else ""),
-                          flush=True)
+        measured = {}       # records -> (walls, cpus, load averages before and after)
+        for dn, dlogs in datasets.items() if jobs else ():
+            dframes = frames_of(dlogs, dn)
+            for name, mk in dframes.items():       # warm-up (JIT, workers), and all read everything
+                assert mk().count() == dn, name
+                mk().write.mode("overwrite").parquet(out)
+            walls = {(j, s): [] for j in jobs for s in dframes}
+            cpus = {(j, s): [] for j in jobs for s in dframes}
+            load0 = os.getloadavg()
+            print(f"{dn:,} records: load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}", flush=True)
+            for r in range(repeat):
+                for job, act in jobs.items():
+                    for name, mk in dframes.items():
+                        c0 = meter.sample() if meter else (0.0, 0.0)
+                        t = time.perf_counter()
+                        act(mk())
+                        w = time.perf_counter() - t
+                        c1 = meter.sample() if meter else (0.0, 0.0)
+                        walls[job, name].append(w)
+                        cpus[job, name].append((c1[0] - c0[0], c1[1] - c0[1]))
+                        print(f"  round {r + 1}: {name:<16} {job:<50} {dn / w:>11,.0f} rows/s ({w:.2f}s)"
+                              + (f"   cpu: JVM {c1[0] - c0[0]:.2f}s, Python {c1[1] - c0[1]:.2f}s"
+                                 if meter else ""), flush=True)
+            measured[dn] = (walls, cpus, (load0, os.getloadavg()))
         sink_med, sink_cpu = {}, {}
         if not a.no_sink:
             # the sink against Spark's Parquet writer, on one cached DataFrame (the read is not timed)
@@ -311,41 +336,52 @@ def main() -> int:
         spark_version = spark.version
         spark.stop()
         names = list(frames)
-        best = {k: n / min(v) for k, v in walls.items()}
-        med_cpu = {k: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v))
-                   for k, v in cpus.items()}
-        if jobs:
-            print()
-            print(f"| Spark job ({a.master}, {n:,} records, best of {repeat}) | "
-                  + " | ".join(f"{s} rows/s" for s in names) + " | kafkawire / tuples |")
-            print("|---|" + "---:|" * (len(names) + 1))
-        for job in jobs:
-            k, b = best[job, "kafkawire"], best[job, "aiokafka_tuples"]
-            print(f"| {job} | " + " | ".join(f"{best[job, s]:,.0f}" for s in names) + f" | {k / b:.1f}x |")
-        if jobs and meter and meter.ok:
-            print()
-            print("CPU seconds per query (median; JVM + Python workers), and the ratio of totals:")
-            print()
-            print("| Spark job | " + " | ".join(f"{s} JVM + Python" for s in names) + " | tuples / kafkawire |")
-            print("|---|" + "---:|" * (len(names) + 1))
-            for job in jobs:
-                cells = [f"{med_cpu[job, s][0]:.2f} + {med_cpu[job, s][1]:.2f}" for s in names]
-                tot = {s: sum(med_cpu[job, s]) for s in names}
-                print(f"| {job} | " + " | ".join(cells) + f" | {tot['aiokafka_tuples'] / tot['kafkawire']:.1f}x |")
-        results = H.Results("spark", quick=a.quick)
-        results.version("spark", spark_version)
-        wl = f"{n:,} records, {a.partitions} partitions, {a.master}"
         labels = {"kafkawire": "kafkawire source", "aiokafka_tuples": "aiokafka, tuples",
                   "arrow_ceiling": "Arrow ceiling (any Python source)"}
-        for job in jobs:
-            for s in names:
-                results.add(wl, labels[s], job, best[job, s], "rows/s (wall)")
-                if meter and meter.ok:
-                    results.add(wl, labels[s], f"{job}, CPU", sum(med_cpu[job, s]),
-                                "CPU seconds (JVM + Python)")
+        results = H.Results("spark", quick=a.quick)
+        results.version("spark", spark_version)
+        bars = []
+        for dn, (walls, cpus, loads) in measured.items():
+            med = {k: dn / statistics.median(v) for k, v in walls.items()}
+            med_cpu = {k: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v))
+                       for k, v in cpus.items()}
+            print(f"\n| Spark job ({a.master}, {dn:,} records, median of {repeat}; load average "
+                  f"{loads[0][0]:.1f} -> {loads[1][0]:.1f}) | "
+                  + " | ".join(f"{s} rows/s" for s in names) + " | kafkawire / tuples |")
+            print("|---|" + "---:|" * (len(names) + 1))
+            for job in jobs:
+                k, b = med[job, "kafkawire"], med[job, "aiokafka_tuples"]
+                print(f"| {job} | " + " | ".join(f"{med[job, s]:,.0f}" for s in names) + f" | {k / b:.1f}x |")
+            if meter and meter.ok:
+                print("\nCPU seconds per query (median; JVM + Python workers), and the ratio of totals:\n")
+                print("| Spark job | " + " | ".join(f"{s} JVM + Python" for s in names) + " | tuples / kafkawire |")
+                print("|---|" + "---:|" * (len(names) + 1))
+                for job in jobs:
+                    cells = [f"{med_cpu[job, s][0]:.2f} + {med_cpu[job, s][1]:.2f}" for s in names]
+                    tot = {s: sum(med_cpu[job, s]) for s in names}
+                    print(f"| {job} | " + " | ".join(cells)
+                          + f" | {tot['aiokafka_tuples'] / tot['kafkawire']:.1f}x |")
+            dwl = f"{dn:,} records, {a.partitions} partitions, {a.master}"
+            for job in jobs:
+                for s in names:
+                    results.add(dwl, labels[s], job, med[job, s], "rows/s (wall, median)")
+                    if meter and meter.ok:
+                        results.add(dwl, labels[s], f"{job}, CPU", sum(med_cpu[job, s]),
+                                    "CPU seconds (JVM + Python)")
+            c = med["count()", "kafkawire"] / med["count()", "aiokafka_tuples"]
+            pq = max(med[j, "kafkawire"] / med[j, "aiokafka_tuples"] for j in list(jobs)[1:])
+            bars.append(f"{dn:,} records: bar (>= 5x): count {'met' if c >= 5 else 'NOT met'} ({c:.1f}x), "
+                        f"Parquet {'met' if pq >= 5 else 'NOT met'} ({pq:.1f}x)")
+            if "arrow_ceiling" in frames:
+                for job in jobs:
+                    bars.append(f"  {job}: arrow_ceiling / tuples = "
+                                f"{med[job, 'arrow_ceiling'] / med[job, 'aiokafka_tuples']:.1f}x (the most any "
+                                f"Python source could show), kafkawire reaches "
+                                f"{med[job, 'kafkawire'] / med[job, 'arrow_ceiling']:.0%} of it")
         if jobs:
             results.set_ratios(labels["aiokafka_tuples"], metrics=list(jobs))
             results.write(a.results)
+        wl = f"{n:,} records, {a.partitions} partitions, {a.master}"
         if sink_med:
             sink = H.Results("spark_sink", quick=a.quick)
             sink.version("spark", spark_version)
@@ -363,17 +399,8 @@ def main() -> int:
                 print(f"| {s} | {sink_med[s]:,.0f} | {sink_cpu[s][0]:.2f} + {sink_cpu[s][1]:.2f} |")
             print(f"\nbar (kafkawire sink >= 1x Spark's Parquet writer): {'met' if k >= q else 'NOT met'} "
                   f"({k / q:.2f}x)")
-        if not jobs:
-            return 0
-        c = best["count()", "kafkawire"] / best["count()", "aiokafka_tuples"]
-        pq = max(best[j, "kafkawire"] / best[j, "aiokafka_tuples"] for j in list(jobs)[1:])
-        print(f"\nbar (>= 5x): count {'met' if c >= 5 else 'NOT met'} ({c:.1f}x), "
-              f"Parquet {'met' if pq >= 5 else 'NOT met'} ({pq:.1f}x)")
-        if "arrow_ceiling" in frames:
-            for job in jobs:
-                print(f"  {job}: arrow_ceiling / tuples = "
-                      f"{best[job, 'arrow_ceiling'] / best[job, 'aiokafka_tuples']:.1f}x (the most any Python "
-                      f"source could show), kafkawire reaches {best[job, 'kafkawire'] / best[job, 'arrow_ceiling']:.0%} of it")
+        if bars:
+            print("\n" + "\n".join(bars))
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
