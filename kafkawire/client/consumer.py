@@ -502,6 +502,8 @@ class Consumer:
             self._update_positions(max(deadline, time.monotonic() + 1.0))
             self._fetcher.wait(0)
             if self._membership_ok():
+                # the next fetches go out first: brokers answer them while this call decodes
+                self._fetcher.send()
                 got = self._take(limit, columns)
                 if got:
                     self._fetcher.send()

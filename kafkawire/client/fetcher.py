@@ -325,20 +325,41 @@ class Fetcher:
 
     # --------------------------------------------------------------- sending
     def fetchable(self) -> Dict[int, List[TopicPartition]]:
+        """The partitions to fetch now, by leader.
+
+        A leader gets one Fetch at a time, and a broker holds a Fetch with no
+        data to give for up to ``fetch_max_wait_ms``.  So a Fetch naming only
+        partitions that were caught up (at the high watermark, or the last
+        stable offset for read_committed) waits while another partition of
+        that leader has a full buffer: sent now, it would hold that partition's
+        next fetch back for the whole wait, once its buffer is drained.  The
+        caught-up partitions go along with that next fetch instead.
+        """
         busy = {tp for _, _, offsets, _ in self.in_flight.values() for tp in offsets}
         out: Dict[int, List[TopicPartition]] = {}
         cluster = self.client.cluster
+        full = set()     # leaders with a partition waiting only for its buffer to drain
+        fresh = set()    # leaders with a partition that may have data to fetch
+        committed = self.isolation_level == 1
         for tp, st in self.states.items():
-            if st.paused or st.position is None or st.reset or tp in busy or \
-                    len(self.completed.get(tp, ())) >= self.max_buffered:
+            if st.paused or st.position is None or st.reset or tp in busy:
                 continue
             leader = cluster.leader(tp[0], tp[1])
             if leader is None:
                 self.needs_metadata = True
                 continue
+            if len(self.completed.get(tp, ())) >= self.max_buffered:
+                full.add(leader)
+                continue
             if leader in self.in_flight:
                 continue
+            end = st.last_stable_offset if committed and st.last_stable_offset >= 0 else \
+                st.high_watermark
+            if end < 0 or (_next_fetch(st) or 0) < end:
+                fresh.add(leader)
             out.setdefault(leader, []).append(tp)
+        for leader in full - fresh:
+            out.pop(leader, None)
         return out
 
     def send(self) -> None:
