@@ -42,7 +42,8 @@ import os
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import (Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Set,
+                    Tuple, Union)
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -412,7 +413,8 @@ class Cleaner:
                  dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                  retention_ms: Optional[int] = None, retention_bytes: Optional[int] = None,
-                 step_hook: StepHook = None) -> None:
+                 step_hook: StepHook = None,
+                 swap_guard: Optional[Callable[[], ContextManager[Any]]] = None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         if delete_retention_ms < 0:
@@ -434,6 +436,9 @@ class Cleaner:
         self.retention_bytes = retention_bytes
         #: Called with each step of a swap (tests inject crashes with it).
         self.step_hook = step_hook
+        #: Each segment swap runs inside ``swap_guard()`` (a broker's partition lock, so
+        #: readers and appends never see a swap half done); the rest of a round runs outside.
+        self.swap_guard = swap_guard
 
     # -- public -------------------------------------------------------------
     def plan(self, path: PathLike, *, now_ms: Optional[int] = None,
@@ -611,7 +616,8 @@ class Cleaner:
                 new_files = sink.finish(os.stat(group[-1].path).st_mtime)
                 old = [[p for p in (s.files.log, s.files.index, s.files.timeindex, s.files.txnindex)
                         if p] for s in group]
-                replace_segments(lg.path, new_files, old, self.step_hook)
+                with self.swap_guard() if self.swap_guard is not None else contextlib.nullcontext():
+                    replace_segments(lg.path, new_files, old, self.step_hook)
         except BaseException:
             if apply and not any(p.endswith(".swap") for p in os.listdir(lg.path)):
                 sink.discard()

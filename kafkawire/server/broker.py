@@ -78,6 +78,8 @@ class Broker:
         self.cluster_id = ""
         self.dispatcher = Dispatcher()
         self.partitions = PartitionManager(self.log_dirs, self.config, read_only=read_only)
+        #: Retention, compaction, the flush.ms policy and checkpoints, off the event loop.
+        self.lifecycle = LogLifecycle(self.partitions)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
         self._network: Optional[NetworkServer] = None
@@ -217,14 +219,13 @@ class Broker:
             ready.set_exception(exc)
             return
         self._network = net
-        self._tasks.append(asyncio.ensure_future(self._flush_scheduler()))
-        if not self.read_only:
-            self._tasks.append(asyncio.ensure_future(LogLifecycle(self.partitions).run()))
+        self._tasks.append(asyncio.ensure_future(self.lifecycle.run()))
         ready.set_result(self._address)
         await self._stop_event.wait()
         self.stopping = True
         self.partitions.wake_all()
         await net.stop()
+        await self.lifecycle.stop()
         for t in self._tasks:
             t.cancel()
         for hook in self.on_stop:
@@ -232,23 +233,6 @@ class Broker:
                 await hook(self)
             except Exception:
                 log.exception("a stop hook failed")
-
-    async def _flush_scheduler(self) -> None:
-        """The flush policy's time check, and the checkpoints every
-        ``log.flush.offset.checkpoint.interval.ms``, as Kafka's log manager schedules them."""
-        interval = max(self.config.int("log.flush.scheduler.interval.ms"), 10) / 1000.0
-        every = max(self.config.int("log.flush.offset.checkpoint.interval.ms"), 10) / 1000.0
-        loop = asyncio.get_running_loop()
-        next_checkpoint = loop.time() + every
-        while True:
-            await asyncio.sleep(min(interval, every))
-            try:
-                self.partitions.maybe_flush()
-                if loop.time() >= next_checkpoint:
-                    next_checkpoint = loop.time() + every
-                    self.partitions.write_checkpoints()
-            except Exception:
-                log.exception("scheduled flush or checkpoint failed")
 
     def stop(self) -> None:
         """Answer requests in progress, close connections, flush and close every log, write
@@ -264,6 +248,7 @@ class Broker:
                 pass
         thread.join()
         self._thread = None
+        self.lifecycle.close()   # a pass in progress finishes its step first
         clean = True
         try:
             self.partitions.close()

@@ -10,6 +10,10 @@ Everything here runs on the broker's event-loop thread: handlers and
 coordinators call it from coroutines running on that loop, never from other
 threads (use ``Broker.call`` for that).  Appends are synchronous writes;
 :meth:`PartitionManager.wait_for_data` lets a fetch wait for the next append.
+The one exception is the log lifecycle's worker thread (retention, compaction,
+flush, checkpoints; see :mod:`kafkawire.server.lifecycle`): each partition's
+:attr:`Partition.lock` is held by appends, reads and flushes, and by the
+worker's steps that change the partition's segments.
 
 API for coordinators (group and transaction state)::
 
@@ -24,6 +28,7 @@ API for coordinators (group and transaction state)::
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -32,7 +37,8 @@ import shutil
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import IO, Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple
+from typing import (IO, Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional,
+                    Sequence, Set, Tuple, TypeVar, cast)
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -104,6 +110,18 @@ class ReadResult(NamedTuple):
     aborted: Optional[List[AbortedTxn]]
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run a :class:`Partition` method under the partition's lock."""
+    @functools.wraps(method)
+    def run(self: "Partition", *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+    return cast(_F, run)
+
+
 def validate_topic_name(name: str) -> None:
     """Kafka's topic name rules; TopicError(INVALID_TOPIC_EXCEPTION) otherwise."""
     if not name or name in (".", "..") or not _LEGAL_TOPIC.match(name):
@@ -136,6 +154,9 @@ class Partition:
         self.topic = topic
         self.index = index
         self.path = path
+        #: Held by appends, reads, flushes and the lifecycle's segment changes.
+        self.lock = threading.RLock()
+        self.closed = False
         self.writer: Optional[LogWriter] = None
         if not manager.read_only:
             # Kafka's rule: segments below the checkpointed recovery point were flushed
@@ -204,6 +225,7 @@ class Partition:
         return self.high_watermark if lso is None else lso
 
     # -- appending ----------------------------------------------------------
+    @_locked
     def append(self, data: bytes, *, assign_offsets: bool = True) -> Tuple[int, int]:
         """Append validated batches (one produce request's records for this partition);
         ``(first_offset, last_offset)``.  Raises CorruptRecordError/LogError as LogWriter."""
@@ -233,18 +255,24 @@ class Partition:
             if r[C.MAGIC] == 2 and r[C.PRODUCER_ID] >= 0:
                 self._producers.update(r, r[C.BASE_OFFSET] + delta, r[C.LAST_OFFSET] + delta)
 
+    @_locked
     def flush(self) -> None:
         """fsync what was appended and move the recovery point to the log end."""
         if self.writer is not None:
             self.writer.flush()
             self.recovery_point = self.writer.next_offset
 
+    @_locked
     def maybe_flush(self) -> None:
-        if self.writer is not None and self.writer.maybe_flush():
+        if self.writer is not None and not self.closed and self.writer.maybe_flush():
             self.recovery_point = self.writer.next_offset
 
+    @_locked
     def close(self) -> None:
         """Flush, trim indexes, release the folder lock, close files."""
+        if self.closed:
+            return
+        self.closed = True
         for f in self._files.values():
             f.close()
         self._files.clear()
@@ -255,6 +283,7 @@ class Partition:
             self.recovery_point = self.writer.next_offset
         self.log.close()
 
+    @_locked
     def segments_changed(self, log_start_offset: int) -> None:
         """Retention or the cleaner deleted or replaced segments: read from a fresh view (and
         fresh file handles; regions already handed out keep the files they hold) and move
@@ -264,6 +293,7 @@ class Partition:
         self.log_start_offset = max(self.log_start_offset, min(log_start_offset,
                                                                self.log_end_offset))
 
+    @_locked
     def log_view(self) -> Log:
         """The partition's :class:`~kafkawire.log.Log`, refreshed after appends."""
         return self._view()
@@ -282,6 +312,7 @@ class Partition:
             self._files[base_offset] = f
         return f
 
+    @_locked
     def read(self, offset: int, max_bytes: int, *, committed: bool = False,
              min_one: bool = True) -> ReadResult:
         """The records from ``offset`` (one segment's bytes, at most ``max_bytes``
@@ -328,6 +359,7 @@ class Partition:
         s = max(self.log_start_offset, start_offset or 0)
         return view.batches(s, None)
 
+    @_locked
     def offset_for_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
         """``(offset, timestamp)`` of the first record at or after ``timestamp``, or None."""
         found = self._view().find_timestamp(timestamp)
@@ -337,6 +369,7 @@ class Partition:
             return (self.log_start_offset, found[1])
         return found
 
+    @_locked
     def max_timestamp(self) -> Tuple[int, int]:
         """``(offset, timestamp)`` of the record with the largest timestamp ((-1, -1) when empty)."""
         best = (-1, -1)
@@ -384,6 +417,7 @@ class PartitionManager:
         self.topics: Dict[str, Topic] = {}
         self._waiters: Set[asyncio.Future[None]] = set()
         self._lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()   # the loop and the lifecycle's worker
         self.clean_start = True
         #: Start-up recovery counts: segments re-validated and segments trusted (below
         #: their partition's recovery point), over every partition opened.
@@ -488,19 +522,26 @@ class PartitionManager:
         for p in self.partitions():
             p.maybe_flush()
 
-    def write_checkpoints(self) -> None:
-        """recovery-point, log-start-offset and replication checkpoints in every log dir."""
+    def write_checkpoints(self, partitions: Optional[Sequence[Partition]] = None) -> None:
+        """recovery-point, log-start-offset and replication checkpoints in every log dir
+        (of ``partitions``, a list the caller took on the loop; default: every partition)."""
         if self.read_only:
             return
-        for d in self.log_dirs:
-            parts = [p for p in self.partitions() if os.path.dirname(p.path) == d]
-            write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
-                                    {p.key: p.recovery_point for p in parts})
-            write_offset_checkpoint(os.path.join(d, REPLICATION_CHECKPOINT),
-                                    {p.key: p.high_watermark for p in parts})
-            write_offset_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
-                                    {p.key: p.log_start_offset for p in parts
-                                     if p.log_start_offset > 0})
+        every = self.partitions() if partitions is None else partitions
+        with self._checkpoint_lock:
+            for d in self.log_dirs:
+                self._write_dir_checkpoints(d, [p for p in every if os.path.dirname(p.path) == d
+                                                and self.topics.get(p.topic.name) is p.topic])
+
+    @staticmethod
+    def _write_dir_checkpoints(d: str, parts: List[Partition]) -> None:
+        write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
+                                {p.key: p.recovery_point for p in parts})
+        write_offset_checkpoint(os.path.join(d, REPLICATION_CHECKPOINT),
+                                {p.key: p.high_watermark for p in parts})
+        write_offset_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
+                                {p.key: p.log_start_offset for p in parts
+                                 if p.log_start_offset > 0})
 
     def checkpoint_log_start(self, part: Partition) -> None:
         if not self.read_only:
