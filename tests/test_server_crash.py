@@ -19,6 +19,7 @@ import time
 import pytest
 
 from kafkawire import Log
+from broker_support import WAIT, verify_clean
 
 pytestmark = [pytest.mark.one_backend]
 ck = pytest.importorskip("confluent_kafka")
@@ -26,7 +27,6 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 TOPIC = "crash"
 PARTITIONS = 2
-WAIT = 120.0   # generous: the machine may be loaded
 
 
 class ServeProcess:
@@ -159,9 +159,7 @@ def test_kill_9_and_restart_keeps_everything_acknowledged(tmp_path, request, jav
     with open(err, "rb") as f:
         log_text = f.read().decode(errors="replace")
     assert "trusted" in log_text                       # recovery from the recovery point
-    p = subprocess.run([sys.executable, "-m", "kafkawire.cli", "verify", "--no-progress", d],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
+    verify_clean(d)
     segments = sorted(glob.glob(os.path.join(d, f"{TOPIC}-*", "*.log")))
     assert len(segments) > PARTITIONS
     proc = java_runner.run("RecordsReader", "file", *segments)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import glob
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -15,6 +13,7 @@ import pytest
 from kafkawire.log.checkpoints import LOG_START_OFFSET_CHECKPOINT, read_offset_checkpoint
 from kafkawire.log.compact import CLEANER_CHECKPOINT
 from kafkawire.testing import running_broker
+from broker_support import verify_clean as _verify, wait_until as _wait
 
 pytestmark = pytest.mark.one_backend
 ck = pytest.importorskip("confluent_kafka")
@@ -24,23 +23,12 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 FAST = {"log.retention.check.interval.ms": "50", "log.cleaner.backoff.ms": "50"}
 
 
-def _wait(pred, timeout=20.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _segments(log_dir, topic):
     return sorted(glob.glob(os.path.join(log_dir, f"{topic}-0", "*.log")))
 
 
-def _verify(log_dir):
-    p = subprocess.run([sys.executable, "-m", "kafkawire.cli", "verify", "--no-progress", log_dir],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
 
 
 def _produce(bs, topic, items, value_size=200):

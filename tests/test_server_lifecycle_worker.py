@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
-import sys
 import threading
-import time
 
 import pytest
 
 from kafkawire.records import BatchBuilder
 from kafkawire.testing import running_broker
+from broker_support import WAIT, verify_clean, wait_until as _wait
 
 pytestmark = pytest.mark.one_backend
 ck = pytest.importorskip("confluent_kafka")
 
 compact_mod = importlib.import_module("kafkawire.log.compact")   # (the package exports a function of that name)
 FAST = {"log.retention.check.interval.ms": "50", "log.cleaner.backoff.ms": "50"}
-WAIT = 120.0   # generous: the machine may be loaded
 
 
 def _fill(broker, topic: str, rounds: int, keys: int) -> None:
@@ -110,15 +107,5 @@ def test_fetch_and_produce_go_on_while_a_compaction_runs(tmp_path, monkeypatch):
         assert latest[b"key099"].startswith(b"r039-")
         assert len(got) < end_before       # the old values are gone
     assert events == ["compaction started", "produced", "fetched", "compaction finished"]
-    p = subprocess.run([sys.executable, "-m", "kafkawire.cli", "verify", "--no-progress", d],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
+    verify_clean(d)
 
-
-def _wait(pred, timeout: float = WAIT) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
