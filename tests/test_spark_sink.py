@@ -299,3 +299,44 @@ def test_columns_of_the_wrong_type_are_refused_when_the_write_is_defined():
     with pytest.raises(OptionError, match="column partition is string"):
         check_schema(StructType([StructField("value", BinaryType()),
                                  StructField("partition", StringType())]), wo)
+
+
+def test_large_staged_partitions_move_in_as_segments(tmp_path, monkeypatch, java_runner):
+    """At the job commit, a task's large staged partition becomes segments of the target as it
+    is (offsets re-based), a small one is copied; the log reads as if appended in task order."""
+    import pyarrow as pa
+    import pyspark
+
+    import kafkawire.spark.sink as S
+
+    monkeypatch.setattr(S, "MOVE_BYTES", 20_000)
+    out = tmp_path / "out"
+    with S.LogWriter(str(out / "t-0")) as w:         # the target already holds records
+        w.append_records([b"old-%d" % i for i in range(5)])
+    wo = S.parse_write_options({"path": str(out), "topic": "t", "segmentBytes": "16k",
+                                "batchSize": "4k", "indexIntervalBytes": "4k"})
+    writer = S.KafkaWireWriter(wo, False)
+    sizes = {0: 900, 1: 30, 2: 700}                      # tasks 0 and 2 move, task 1 is copied
+    messages = []
+    for task, n in sizes.items():
+        monkeypatch.setattr(pyspark.TaskContext, "get", staticmethod(lambda t=task: _Task(pid=t)))
+        rb = pa.RecordBatch.from_pydict({"value": [b"%d-%05d" % (task, i) * 8 for i in range(n)],
+                                         "partition": pa.array([0] * n, pa.int32())})
+        messages.append(writer.write(iter([rb.slice(0, n // 2), rb.slice(n // 2)])))
+    moved = []
+    real = S.LogWriter.append_segments
+    monkeypatch.setattr(S.LogWriter, "append_segments",
+                        lambda self, folder: moved.append(os.path.basename(os.path.dirname(folder)))
+                        or real(self, folder))
+    writer.commit(list(reversed(messages)))              # Spark's order does not matter
+    assert moved == ["00000-0", "00002-0"]
+    want = [b"old-%d" % i for i in range(5)] + [b"%d-%05d" % (t, i) * 8 for t, n in sizes.items()
+                                                 for i in range(n)]
+    with Log.open(str(out / "t-0")) as log:
+        assert log.verify().ok
+        assert len(log.segments) > 4
+        assert [r.value for r in log.records()] == want
+        assert [r.offset for r in log.records()] == list(range(len(want)))
+    assert sorted(os.listdir(out)) == ["t-0"]
+    r = java_runner.run(HELPER, "read", str(out / "t-0"))
+    assert r.stdout.decode().rstrip().endswith("OK"), r

@@ -14,6 +14,7 @@ rolling flush too.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import random
 import time
@@ -427,6 +428,92 @@ class LogWriter:
         if self.flush_messages is not None or self.flush_ms is not None:
             self.maybe_flush()
         return first_offset, last_offset
+
+    def append_segments(self, folder: Union[str, "os.PathLike[str]"]) -> Tuple[int, int]:
+        """Move the segments of partition folder ``folder`` to the end of this log, re-based
+        onto the next offsets; ``(first_offset, last_offset)``.
+
+        For large appends already laid out as segments (a Spark task's staged
+        partition): each segment's ``.log``, ``.index`` and ``.timeindex`` are
+        renamed into this folder instead of copied.  Index entries hold offsets
+        relative to their segment's base, so only each batch's base offset
+        changes, rewritten in place.  The active segment is closed first (or
+        dropped, if empty) and a new one opened after.  ``folder`` (same
+        filesystem, its writer closed) must hold v2 batches with consecutive
+        offsets, no transactions; every batch's CRC is checked before anything
+        moves.  Its segments are gone afterwards.
+        """
+        self._check_open()
+        src = os.path.abspath(os.fspath(folder))
+        with FolderLock(src, "LogWriter.append_segments"):
+            plan = []
+            offset = self.next_offset
+            for seg in F.list_partition(src).segments:
+                if seg.txnindex or not (seg.index and seg.timeindex):
+                    raise LogError(f"{seg.log}: append_segments moves segments with both indexes "
+                                   "and no transactions only")
+                rows = self._scan_segment(seg.log)
+                if not len(rows):
+                    continue
+                first = int(rows[0, C.BASE_OFFSET])
+                if first != seg.base_offset or (rows[1:, C.BASE_OFFSET]
+                                                != rows[:-1, C.LAST_OFFSET] + 1).any():
+                    raise LogError(f"{seg.log}: offsets are not consecutive from the segment's "
+                                   "base; append its batches instead")
+                plan.append((seg, rows, offset - first))
+                offset += int(rows[-1, C.LAST_OFFSET]) - first + 1
+            if not plan:
+                raise ValueError(f"append_segments: {src} holds no batches")
+            seg = self._seg
+            if seg.size:
+                seg.close()
+                self._synced()
+            else:                                   # the empty active segment makes way
+                for fd in (seg.log_fd, seg.index_fd, seg.time_fd):
+                    os.close(fd)
+                for p in (seg.log_path, seg.index_path, seg.time_path):
+                    os.remove(p)
+            first_offset = self.next_offset
+            try:
+                for seg_files, rows, delta in plan:
+                    fd = os.open(seg_files.log, os.O_RDWR | getattr(os, "O_BINARY", 0))
+                    try:
+                        for pos, base in rows[:, [C.POSITION, C.BASE_OFFSET]].tolist():
+                            _pwrite(fd, (base + delta).to_bytes(8, "big", signed=True), pos)
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    new_base = seg_files.base_offset + delta
+                    for path, suffix in ((seg_files.log, F.LOG_SUFFIX),
+                                         (seg_files.index, F.INDEX_SUFFIX),
+                                         (seg_files.timeindex, F.TIME_INDEX_SUFFIX)):
+                        os.replace(path, os.path.join(self.path, F.segment_file_name(new_base, suffix)))
+                    self.next_offset = int(rows[-1, C.LAST_OFFSET]) + delta + 1
+            finally:
+                self._open_segment(self.next_offset)    # fsyncs the folder
+                self._synced()
+        return first_offset, self.next_offset - 1
+
+    @staticmethod
+    def _scan_segment(path: str) -> "HeaderRows":
+        """Batch headers of a closed segment's ``.log``, every CRC checked."""
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if not size:
+                return K.scan_batches(b"", 0, 0, -1, True)[0]
+            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as data:
+                rows, stop, status = K.scan_batches(data, 0, size, -1, True)
+        if status != C.OK or stop != size:
+            raise CorruptRecordError(f"{path}: {C.STATUS_NAMES[status]} at byte {stop} of "
+                                     f"{size}; nothing was moved", position=stop,
+                                     reason="crc" if status == C.CRC_MISMATCH else "length")
+        if len(rows) and ((rows[:, C.MAGIC] != 2).any()
+                          or (rows[:, C.ATTRIBUTES] & (C.TRANSACTIONAL_MASK | C.CONTROL_MASK)).any()
+                          or (rows[:, C.RECORD_COUNT]
+                              != rows[:, C.LAST_OFFSET] - rows[:, C.BASE_OFFSET] + 1).any()):
+            raise LogError(f"{path}: append_segments moves v2 data batches with consecutive "
+                           "offsets only")
+        return rows
 
     def append_records(self, records: Iterable[Any], *, magic: int = 2, compression: str = "none",
                        **builder_kwargs: Any) -> Tuple[int, int]:

@@ -13,8 +13,11 @@ record encoder, into partition folders of its own under
 commits the job does the driver append the committed attempts' batches, task
 by task, to ``<path>/<topic>-<partition>`` through
 :class:`~kafkawire.log.LogWriter` (which assigns the offsets and writes the
-indexes), then delete the temporary folder.  A failed, retried or aborted task
-leaves nothing in the partition folders.
+indexes), then delete the temporary folder.  A task's staged partition of
+:data:`MOVE_BYTES` or more is moved in whole (``LogWriter.append_segments``:
+its segments renamed, each batch's base offset rewritten in place), smaller
+ones are copied batch by batch.  A failed, retried or aborted task leaves
+nothing in the partition folders.
 """
 from __future__ import annotations
 
@@ -240,6 +243,7 @@ class KafkaWireWriter(DataSourceArrowWriter):
     def commit(self, messages: List[Optional[StagedTask]]) -> None:
         staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
         tps = sorted({tp for m in staged for tp in m.records})
+        moved = 0
         try:
             for tp in tps:
                 target = os.path.join(self.wo.path, f"{tp[0]}-{tp[1]}")
@@ -249,9 +253,10 @@ class KafkaWireWriter(DataSourceArrowWriter):
                                index_interval_bytes=self.wo.index_interval_bytes) as w:
                     for m in staged:
                         if tp in m.records:
-                            _append_folder(w, os.path.join(m.folder, f"{tp[0]}-{tp[1]}"))
-            log.info("kafkawire wrote %d records to %d partition folders under %s",
-                     sum(sum(m.records.values()) for m in staged), len(tps), self.wo.path)
+                            moved += _commit_folder(w, os.path.join(m.folder, f"{tp[0]}-{tp[1]}"))
+            log.info("kafkawire wrote %d records to %d partition folders under %s (%d staged "
+                     "partition folders moved in as segments, the rest copied)",
+                     sum(sum(m.records.values()) for m in staged), len(tps), self.wo.path, moved)
         finally:
             self._clean()
 
@@ -375,6 +380,24 @@ def _listdir(folder: str) -> List[str]:
 def _remove(folders: List[str]) -> None:
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+#: A task's staged partition of at least this many bytes becomes segments of the target
+#: partition as it is (renamed, offsets re-based in place); smaller ones are copied, so that
+#: many small tasks do not leave many small segments.
+MOVE_BYTES = 8 << 20
+
+
+def _commit_folder(w: LogWriter, folder: str) -> bool:
+    """Append a staged partition folder to ``w``: its segments moved in when it is large (and on
+    the same filesystem), else its batches copied; whether it was moved."""
+    logs = [os.path.join(folder, n) for n in _listdir(folder) if n.endswith(".log")]
+    if sum(os.path.getsize(p) for p in logs) >= MOVE_BYTES and \
+            os.stat(folder).st_dev == os.stat(w.path).st_dev:
+        w.append_segments(folder)
+        return True
+    _append_folder(w, folder)
+    return False
 
 
 def _append_folder(w: LogWriter, folder: str, chunk: int = 8 << 20, skip: int = 0) -> int:

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkawire._format import CODEC_NAMES
-from kafkawire.client.accumulator import encode_batch
+from kafkawire.client.accumulator import BufferPool, encode_batch
 from kafkawire.client.bulk import arrow_chunks, key_partitions
 from kafkawire.log import LogWriter
 from kafkawire.records import BatchBuilder
@@ -140,7 +140,8 @@ class PartitionBatches:
     """The batches one task attempt writes to one topic-partition's staging folder.
 
     Arrow rows wait until about ``batch_bytes`` have come, then are cut and
-    encoded; the last, partial cut waits for more rows (or :meth:`close`).
+    encoded (the cuts are planned first: rows are encoded once); the last,
+    partial cut waits for more rows (or :meth:`close`).
     """
 
     def __init__(self, folder: str, codec: str, batch_bytes: int, segment_bytes: int,
@@ -150,6 +151,7 @@ class PartitionBatches:
         self.codec_name = codec
         self.codec = CODEC_NAMES.index(codec)
         self.limit = batch_bytes
+        self.pool = BufferPool(2 * batch_bytes)       # the encoder's output buffers, reused
         self.pending: List[Any] = []        # Arrow tables not encoded yet
         self.pending_bytes = 0
         self.builder: Optional[BatchBuilder] = None     # rows with headers
@@ -195,9 +197,13 @@ class PartitionBatches:
             keep = chunks[-1][3]        # the partial last cut waits for more rows
             chunks = chunks[:-1]
         if chunks:
-            self.writer.append_batches(
-                [encode_batch(blob, count, first, top, self.codec, None, -1, -1, -1, False)
-                 for _, blob, _, count, first, top, _ in chunks], trusted=True)
+            batches = []
+            for _, (enc, a, b, spread), _, count, first, top, _ in chunks:
+                buf, n = enc.encode(a, b, first, spread, self.pool)
+                batches.append(encode_batch(memoryview(buf)[:n], count, first, top, self.codec,
+                                            None, -1, -1, -1, False))
+                self.pool.put(buf)          # encode_batch copied the records out of it
+            self.writer.append_batches(batches, trusted=True)
         if keep:
             rest = table.slice(table.num_rows - keep)
             self.pending, self.pending_bytes = [rest], rest.nbytes
