@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -13,8 +14,11 @@ import time
 import pytest
 
 from kafkawire import Log, LogWriter
-from kafkawire.errors import OffsetOutOfRangeError
+from kafkawire import _kernels as K
+from kafkawire.compression import codec_id, compress
+from kafkawire.errors import CorruptRecordError, OffsetOutOfRangeError
 from kafkawire.log import files as F
+from kafkawire.records import BatchBuilder
 
 TS = 1_700_000_000_000
 
@@ -242,3 +246,87 @@ def test_explicit_roll_leaves_empty_active_segment(tmp_path):
     with Log.open(d) as log:
         assert [r.value for r in log.records()] == [b"a", b"b", b"c", b"d"]
         assert log.verify().ok
+
+
+# ------------------------------------------------- produced batches: one walk, every check
+def _sealed(raw):
+    """``raw`` with its batch length and CRC made right again."""
+    struct.pack_into(">i", raw, 8, len(raw) - 12)
+    struct.pack_into(">I", raw, 17, K.crc32c(bytes(raw), 21, len(raw)))
+    return bytes(raw)
+
+
+def _spliced(deltas, codec="none", values=None):
+    """A v2 batch whose records carry ``deltas`` as offset deltas."""
+    n = len(deltas)
+    b = BatchBuilder()
+    for i in range(n):
+        b.append(b"v%d" % i, key=b"k", timestamp=TS + i)
+    head = bytearray(b.build()[:61])
+    region = K.encode_records_v2(list(deltas), list(range(n)), [b"k"] * n,
+                                 values or [b"v%d" % i for i in range(n)], [None] * n)
+    cid = codec_id(codec)
+    struct.pack_into(">h", head, 21, cid)
+    return _sealed(head + (compress(cid, region) if cid else region))
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_produced_batch_offsets_must_be_consecutive(tmp_path, codec):
+    d = tmp_path / "t-0"
+    with LogWriter(d) as w:
+        assert w.append_batch(_spliced([0, 1, 2], codec)) == (0, 2)
+        for deltas, what in (([0, 2, 1], "not consecutive"), ([0, 1, 1], "not consecutive"),
+                             ([0, 1, 5], "outside the batch's range")):
+            with pytest.raises(CorruptRecordError) as ei:
+                w.append_batch(_spliced(deltas, codec))
+            assert what in str(ei.value) and "nothing was written" in str(ei.value)
+            assert ei.value.reason == "offset" and ei.value.offset == 0
+        assert w.next_offset == 3
+        # copied with its offsets (not produced), records in any order inside the range
+        raw = bytearray(_spliced([0, 2, 1], codec))
+        struct.pack_into(">q", raw, 0, 3)
+        assert w.append_batch(bytes(raw), assign_offsets=False) == (3, 5)
+    with Log.open(d) as log:
+        assert [r.value for r in log.records()][:3] == [b"v0", b"v1", b"v2"]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_produced_batch_damaged_records_refused_with_the_append(tmp_path, codec):
+    good = _spliced([0, 1, 2], codec)
+    if codec == "none":
+        bad = bytearray(_spliced([0, 1, 2], codec, values=[b"a", b"b", b"c"]))
+        bad[-3] = 0x10                     # the last value's length: past the record's end
+        bad = _sealed(bad)
+    else:
+        bad = _sealed(bytearray(good[:61]) + b"\x1f\x8b not gzip at all")
+    d = tmp_path / "t-0"
+    with LogWriter(d) as w:
+        w.append_batch(good)
+        with pytest.raises(CorruptRecordError) as ei:
+            w.append_batches([memoryview(good), bad])
+        msg = ei.value.message
+        assert msg.startswith("batch at offset 0: ") and "nothing was written" in msg
+        assert ei.value.position == 0
+        assert w.next_offset == 3
+        assert w.append_batch(memoryview(good)) == (3, 5)    # a view is written in place
+    with Log.open(d) as log:
+        assert [r.offset for r in log.records()] == list(range(6))
+        assert log.verify().ok
+
+
+def test_validate_records_consecutive_twins_agree():
+    if not K.fast_available():
+        pytest.skip("compiled backend not built")
+    fast, pure = K._load("fast")["records"], K._load("pure")["records"]
+    rnd = random.Random(5)
+    for _ in range(200):
+        n = rnd.randrange(1, 6)
+        deltas = [i if rnd.random() < 0.7 else rnd.randrange(-2, 8) for i in range(n)]
+        region = K.encode_records_v2(deltas, [0] * n, [None] * n, [b"x"] * n, [None] * n)
+        for flag in (False, True):
+            got = [m.validate_records_v2(region, 0, len(region), n, 10, 10 + n - 1, None, flag)
+                   for m in (fast, pure)]
+            assert got[0] == got[1], (deltas, flag)
+            bad = [10 + d for i, d in enumerate(deltas)
+                   if not 0 <= d < n or (flag and d != i)]
+            assert got[0] == (bad[0] if bad else None)

@@ -222,7 +222,8 @@ cdef inline object _count_error(Py_ssize_t count, Py_ssize_t start, Py_ssize_t e
 
 
 def validate_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
-                        int64_t base_offset, int64_t last_offset, on_error=None):
+                        int64_t base_offset, int64_t last_offset, on_error=None,
+                        bint consecutive=False):
     """Check a v2 records region without decoding it; see ``kafkawire._pure.records``."""
     cdef Bytes b
     cdef Cursor c
@@ -251,7 +252,8 @@ def validate_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
                     if rc != KWR_OK:
                         break
                     off = <int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>r.off_delta)
-                    if not outside and (off < base_offset or off > last_offset):
+                    if not outside and (off < base_offset or off > last_offset
+                                        or (consecutive and r.off_delta != i)):
                         outside = True
                         first_outside = off
             if rc != KWR_OK:

@@ -45,14 +45,16 @@ Kernels (same names and signatures in both backends):
     ``CorruptRecordError`` to the exception to raise (callers relocate
     positions with it).
 
-``validate_records_v2(buf, start, end, count, base_offset, last_offset, on_error=None) -> int | None``
+``validate_records_v2(buf, start, end, count, base_offset, last_offset, on_error=None, consecutive=False) -> int | None``
     Check the records region ``buf[start:end]`` of a v2 batch as
     ``decode_records_v2`` would read it, without making a record: ``count``
     records, each well-formed (lengths, varints, headers, UTF-8 header keys),
     and nothing after them.  Raises the ``CorruptRecordError`` (through
     ``on_error``) that ``decode_records_v2`` would raise; otherwise returns the
     offset of the first record outside ``[base_offset, last_offset]``, or None
-    when every record lies in that range.
+    when every record lies in that range.  With ``consecutive`` (a produced
+    batch, as Kafka's ``LogValidator`` checks inner offsets) a record is also
+    out of place when its offset is not ``base_offset`` plus its index.
 
 ``encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers) -> bytes``
     Encode records for a v2 batch's records region (what goes after the
@@ -248,7 +250,8 @@ _FAULTS = {
 }
 
 
-def validate_records_v2(buf, start, end, count, base_offset, last_offset, on_error=None):
+def validate_records_v2(buf, start, end, count, base_offset, last_offset, on_error=None,
+                        consecutive=False):
     """Check a v2 records region without decoding it; see the module docstring."""
     view, start, end = _region(buf, start, end)
     start = min(start, end)
@@ -258,11 +261,12 @@ def validate_records_v2(buf, start, end, count, base_offset, last_offset, on_err
     if err is None:
         read = W.read_record
         try:
-            for _ in range(count):
+            for i in range(count):
                 rec = read(view, pos, end, W.WALK_UTF8)
                 pos = rec[0]
                 off_delta = rec[4]
-                if outside is None and not 0 <= off_delta <= last_offset - base_offset:
+                if outside is None and (not 0 <= off_delta <= last_offset - base_offset
+                                        or consecutive and off_delta != i):
                     outside = base_offset + off_delta
         except W.RecordFault as fault:
             err = _record_error(fault, base_offset)

@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 
 Bytes = Union[bytes, bytearray, memoryview]
 _INT32_MAX = 0x7FFFFFFF
+try:    # buffers one pwritev takes (1024 on Linux; POSIX guarantees 16)
+    _IOV_MAX = int(os.sysconf("SC_IOV_MAX"))
+except (AttributeError, ValueError, OSError):
+    _IOV_MAX = 16
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000
 _V2_KNOWN_ATTRS = 0x7F
@@ -52,6 +56,23 @@ def _pwrite(fd: int, data: bytes, position: int) -> int:
         return os.pwrite(fd, data, position)
     os.lseek(fd, position, os.SEEK_SET)
     return os.write(fd, data)
+
+
+def _pwritev(fd: int, pieces: Sequence[Bytes], position: int) -> int:
+    """Write ``pieces`` one after the other at ``position``: one ``os.pwritev`` (no joined
+    copy) where it exists, else one write of their concatenation."""
+    if hasattr(os, "pwritev") and len(pieces) <= _IOV_MAX:
+        return os.pwritev(fd, pieces, position)
+    return _pwrite(fd, b"".join(pieces), position)
+
+
+def _flat(view: memoryview) -> Bytes:
+    """``view`` as a flat byte buffer the kernels and ``pwritev`` take, without copying."""
+    if not view.c_contiguous:
+        return view.tobytes()
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
 
 
 class _ActiveSegment:
@@ -137,7 +158,50 @@ def _refuse(batch: Any, message: str, reason: str) -> None:
                              offset=batch.base_offset, reason=reason)
 
 
-def validate_batches(data: bytes, produced: bool = True) -> None:
+def _refuse_at(position: int, base_offset: int, message: str, reason: str) -> None:
+    raise CorruptRecordError(f"{message}; nothing was written", position=position,
+                             offset=base_offset, reason=reason)
+
+
+def _check_v2_records(data: Bytes, row: List[int], produced: bool) -> None:
+    """The records of the v2 data batch ``row`` (neither a control batch nor legacy): walked
+    once by the kernel, in place when uncompressed, without making a record object; with
+    ``produced`` the walk also requires offset deltas 0, 1, 2, ...."""
+    pos, base, last, count = row[C.POSITION], row[C.BASE_OFFSET], row[C.LAST_OFFSET], \
+        row[C.RECORD_COUNT]
+    if count < 0:
+        _refuse_at(pos, base, f"negative record count {count}", "count")
+    if last < base:
+        _refuse_at(pos, base, f"negative last offset delta {last - base}", "offset")
+    compressed = bool(row[C.ATTRIBUTES] & C.COMPRESSION_MASK)
+    try:
+        if compressed:
+            batch = RecordBatch.from_buffer(data, pos)
+            records = batch.records_bytes()         # decompressed, bounded
+            outside = K.validate_records_v2(records, 0, len(records), count, base, last, None,
+                                            produced)
+        else:
+            outside = K.validate_records_v2(data, pos + C.V2_RECORDS_START, pos + row[C.SIZE],
+                                            count, base, last, None, produced)
+    except CorruptRecordError as exc:
+        if exc.message.startswith("batch at offset"):     # a decompression error
+            message = exc.message
+        else:
+            where = "" if not compressed or exc.position is None else \
+                f" (byte {exc.position} of the decompressed records)"
+            message = f"batch at offset {base}: {exc.message}{where}"
+        raise CorruptRecordError(f"{message}; nothing was written", position=pos, offset=base,
+                                 reason=exc.reason) from None
+    if outside is not None:
+        if base <= outside <= last:
+            _refuse_at(pos, base, "record offsets are not consecutive from the batch's base "
+                       "offset", "offset")
+        _refuse_at(pos, base, f"batch at offset {base}: record offset {outside} outside the "
+                   f"batch's range [{base}, {last}]", "offset")
+
+
+def validate_batches(data: Bytes, produced: bool = True,
+                     rows: Optional["HeaderRows"] = None) -> None:
     """Check every batch of ``data`` as a broker checks an append; CorruptRecordError
     (naming the batch's position) for the first that fails.
 
@@ -148,31 +212,54 @@ def validate_batches(data: bytes, produced: bool = True) -> None:
     request): also a v2 record count above zero equal to the offset range, with
     consecutive record offsets.  Data copied with its offsets (a compacted log) may
     have gaps and empty batches.
+
+    ``rows`` are ``data``'s header rows from a scan that verified the CRCs (what
+    :class:`LogWriter` has in hand); then each v2 data batch is read once more, by the
+    kernels' record walker, and nothing else.
     """
-    for batch in iter_batches(data, verify_crc=True):
-        attrs = batch.attributes
-        if batch.magic == 2:
+    if rows is None:
+        rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
+        if status == C.CRC_MISMATCH:
+            raise CorruptRecordError("CRC mismatch; nothing was written", position=stop,
+                                     reason="crc")
+        if status != C.OK or stop != len(data):
+            raise CorruptRecordError(f"not a complete batch or message set "
+                                     f"({C.STATUS_NAMES[status]} at byte {stop} of {len(data)}); "
+                                     "nothing was written", position=stop, reason="truncated")
+    for row in rows.tolist():
+        attrs = row[C.ATTRIBUTES]
+        if row[C.MAGIC] == 2:
+            pos, base = row[C.POSITION], row[C.BASE_OFFSET]
             if attrs & ~_V2_KNOWN_ATTRS or (attrs & C.COMPRESSION_MASK) > 4:
-                _refuse(batch, f"invalid v2 attributes 0x{attrs:04x}", "attributes")
-            count = batch.record_count or 0
+                _refuse_at(pos, base, f"invalid v2 attributes 0x{attrs:04x}", "attributes")
+            count = row[C.RECORD_COUNT]
             if produced and count <= 0:
-                _refuse(batch, f"invalid record count {count}", "count")
-            if produced and batch.last_offset - batch.base_offset + 1 != count:
-                _refuse(batch, f"record count {count} does not match the offset range "
-                        f"{batch.base_offset}..{batch.last_offset}", "count")
-        elif attrs & ~_LEGACY_KNOWN_ATTRS[batch.magic] or (attrs & C.LEGACY_COMPRESSION_MASK) > 3:
-            _refuse(batch, f"invalid magic-{batch.magic} attributes 0x{attrs:02x}", "attributes")
-        try:
-            batch.validate()
-            consecutive = (not produced or batch.magic != 2 or
-                           [r.offset for r in batch.records()]
-                           == list(range(batch.base_offset, batch.last_offset + 1)))
-        except CorruptRecordError as exc:
-            raise CorruptRecordError(f"{exc.message}; nothing was written", position=batch.position,
-                                     offset=batch.base_offset, reason=exc.reason) from None
-        if not consecutive:
-            _refuse(batch, "record offsets are not consecutive from the batch's base offset",
-                    "offset")
+                _refuse_at(pos, base, f"invalid record count {count}", "count")
+            if produced and row[C.LAST_OFFSET] - base + 1 != count:
+                _refuse_at(pos, base, f"record count {count} does not match the offset range "
+                           f"{base}..{row[C.LAST_OFFSET]}", "count")
+            if not attrs & C.CONTROL_MASK:
+                _check_v2_records(data, row, produced)
+                continue
+        elif attrs & ~_LEGACY_KNOWN_ATTRS[row[C.MAGIC]] or \
+                (attrs & C.LEGACY_COMPRESSION_MASK) > 3:
+            _refuse_at(row[C.POSITION], row[C.BASE_OFFSET],
+                       f"invalid magic-{row[C.MAGIC]} attributes 0x{attrs:02x}", "attributes")
+        # control batches and v0/v1 messages: through the batch objects (small or rare)
+        pos = row[C.POSITION]
+        for batch in iter_batches(data, start=pos, end=pos + row[C.SIZE]):
+            try:
+                batch.validate()
+                consecutive = (not produced or batch.magic != 2 or
+                               [r.offset for r in batch.records()]
+                               == list(range(batch.base_offset, batch.last_offset + 1)))
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"{exc.message}; nothing was written",
+                                         position=batch.position, offset=batch.base_offset,
+                                         reason=exc.reason) from None
+            if not consecutive:
+                _refuse(batch, "record offsets are not consecutive from the batch's base "
+                        "offset", "offset")
 
 
 class LogWriter:
@@ -388,12 +475,16 @@ class LogWriter:
         than building them.
         """
         self._check_open()
-        parts: List[bytes] = []
+        pieces: List[Bytes] = []        # what goes to the .log, in order (no copy of the records)
+        parts: List[Bytes] = []         # each append's data, for the transaction index
         rows_all: List[HeaderRows] = []
         next_offset = self.next_offset
         first_offset: Optional[int] = None
         for raw in batches:
-            data, rows, first = self._prepare(raw, next_offset, assign_offsets, trusted)
+            data, head, rows, first = self._prepare(raw, next_offset, assign_offsets, trusted)
+            if head is not None:
+                pieces.append(head)
+            pieces.append(data if head is None else memoryview(data)[len(head):])
             parts.append(data)
             rows_all.append(rows)
             if first_offset is None:
@@ -401,7 +492,7 @@ class LogWriter:
             next_offset = int(rows[-1, C.LAST_OFFSET]) + 1
         if not parts or first_offset is None:
             raise ValueError("append_batches needs at least one batch")
-        payload = b"".join(parts)
+        size = sum(len(p) for p in pieces)
         last_offset = next_offset - 1
         max_ts, offset_of_max = NO_TIMESTAMP, last_offset
         first_max_ts = int(rows_all[0][0, C.MAX_TIMESTAMP])   # the first batch's, even if none
@@ -409,18 +500,18 @@ class LogWriter:
             for r in rows.tolist():
                 if r[C.MAX_TIMESTAMP] > max_ts:
                     max_ts, offset_of_max = r[C.MAX_TIMESTAMP], r[C.LAST_OFFSET]
-        self._maybe_roll(len(payload), first_offset, last_offset, max_ts)
+        self._maybe_roll(size, first_offset, last_offset, max_ts)
         seg = self._seg
         position = seg.size
-        written = _pwrite(seg.log_fd, payload, position)
-        if written != len(payload):
-            raise LogError(f"short write to {seg.log_path} ({written} of {len(payload)} bytes); "
+        written = _pwritev(seg.log_fd, pieces, position)
+        if written != size:
+            raise LogError(f"short write to {seg.log_path} ({written} of {size} bytes); "
                            "the disk may be full — run recover before appending again")
-        seg.size += len(payload)
+        seg.size += size
         seg.dirty = True
         if seg.rolling_ts is None:
             seg.rolling_ts = first_max_ts
-        off_entry, time_entry = seg.builder.append(position, len(payload), last_offset, max_ts,
+        off_entry, time_entry = seg.builder.append(position, size, last_offset, max_ts,
                                                    offset_of_max)
         seg.write_entries(off_entry, time_entry)
         self._track_transactions(rows_all, payload_parts=parts)
@@ -545,9 +636,14 @@ class LogWriter:
                              timestamp=timestamp)
         return self.append_batch(data)[0]
 
-    def _prepare(self, raw: Bytes, next_offset: int, assign: bool,
-                 trusted: bool = False) -> Tuple[bytes, HeaderRows, int]:
-        data = bytes(raw)
+    def _prepare(self, raw: Bytes, next_offset: int, assign: bool, trusted: bool = False
+                 ) -> Tuple[Bytes, Optional[bytes], HeaderRows, int]:
+        """Check ``raw`` and give it its offsets: ``(data, head, rows, first offset)``.  When
+        ``head`` is not None it replaces the start of ``data`` on disk (a single v2 batch's
+        new base offset, outside its CRC), so the records are written without a copy."""
+        # bytes and views are read in place; a bytearray is copied (its owner may resize it)
+        data: Bytes = raw if isinstance(raw, bytes) else \
+            _flat(raw) if isinstance(raw, memoryview) else bytes(raw)
         rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
         if status == C.CRC_MISMATCH:
             raise CorruptRecordError("CRC mismatch: the batch's bytes changed after it was built; "
@@ -556,22 +652,26 @@ class LogWriter:
             raise LogError(f"not a complete batch or message set ({C.STATUS_NAMES[status]} at byte "
                            f"{stop} of {len(data)}); build batches with kafkawire.records.BatchBuilder")
         if not trusted:
-            validate_batches(data, produced=assign)
+            validate_batches(data, produced=assign, rows=rows)
         first = int(rows[0, C.BASE_OFFSET])
         if rows[0, C.MAGIC] < 2 and rows[0, C.RECORD_COUNT] < 0:
             # A compressed wrapper carries its last inner offset; the first needs decompression.
             first = next(iter(iter_batches(data))).base_offset
+        head = None
         if assign:
             if rows[0, C.MAGIC] == 2 and len(rows) == 1:
-                data = next_offset.to_bytes(8, "big", signed=True) + data[8:]
+                head = next_offset.to_bytes(8, "big", signed=True)
+                rows = rows.copy()
+                rows[0, C.LAST_OFFSET] += next_offset - first
+                rows[0, C.BASE_OFFSET] = next_offset
             else:
                 data = set_base_offset(data, next_offset)
-            rows = K.scan_batches(data, 0, len(data), -1, False)[0]
+                rows = K.scan_batches(data, 0, len(data), -1, False)[0]
             first = next_offset
         elif first < next_offset:
             raise LogError(f"batch offsets start at {first} but the log is already at "
                            f"{next_offset}; offsets must increase (or pass assign_offsets=True)")
-        return data, rows, first
+        return data, head, rows, first
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int, max_ts: int) -> None:
         seg = self._seg
@@ -597,7 +697,7 @@ class LogWriter:
         self._open_segment(base)
 
     def _track_transactions(self, rows_all: Sequence[HeaderRows],
-                            payload_parts: Sequence[bytes]) -> None:
+                            payload_parts: Sequence[Bytes]) -> None:
         for rows, data in zip(rows_all, payload_parts):
             for r in rows.tolist():
                 if r[C.MAGIC] != 2 or not r[C.ATTRIBUTES] & C.TRANSACTIONAL_MASK:

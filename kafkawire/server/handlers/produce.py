@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["register", "ProduceError", "check_batches"]
 
 _LONG_MAX = (1 << 63) - 1
+Bytes = Union[bytes, bytearray, memoryview]
 _CORRUPT_REASONS = ("crc", "length", "truncated", "size", "magic")
 
 
@@ -44,7 +45,7 @@ class ProduceError(Exception):
         self.message = message
 
 
-def check_batches(part: Partition, data: bytes, now_ms: int) -> Tuple[bytes, int, Any]:
+def check_batches(part: Partition, data: Bytes, now_ms: int) -> Tuple[Bytes, int, Any]:
     """Kafka's checks before an append (``ProduceRequest.validateRecords`` and the parts of
     ``LogValidator`` LogWriter does not do): one v2 batch, its size, its timestamps;
     LogAppendTime applied.  ``(data, log_append_time, header row)``."""
@@ -123,7 +124,8 @@ async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optiona
                                        f"Cannot append to internal topic {td.name}")
                 if pd.records is None:
                     raise ProduceError(CORRUPT_MESSAGE, "no records")
-                data, append_time, row = check_batches(part, bytes(pd.records), now)
+                # the records stay a view of the request: checked and written in place
+                data, append_time, row = check_batches(part, pd.records, now)
                 if txn is not None and row[C.ATTRIBUTES] & C.TRANSACTIONAL_MASK:
                     code = txn.check_produce(req.transactional_id, td.name, pd.index,
                                              row[C.PRODUCER_ID], row[C.PRODUCER_EPOCH])
