@@ -11,8 +11,16 @@ For each workload (value size x acks) a producer writes ``--records`` records
 to a fresh 4-partition topic and ``flush``es; then a consumer assigned to the
 partitions reads them all.  Produce latency (p50/p99 from ``produce`` to the
 delivery report) is measured at a fixed moderate rate.  Each broker runs
-``--repeat`` times, interleaved; the best counts.  Ratio = kafkawire / mock
-(above 1: kafkawire faster).
+``--repeat`` times, interleaved, after one untimed warm-up round; the median
+counts (the best is printed too).  Ratio = kafkawire / mock (above 1: kafkawire
+faster).  The broker's own CPU time per run is printed, as the part of the cost
+that is kafkawire's (the mock shares the client's process).
+
+Then the Fetch path alone: a raw Fetch client (kafkawire's protocol codec on a
+plain socket, discarding the bytes) reads the 1 KiB workload's partitions from
+``kafkawire serve`` again and again (record bytes sent with ``sendfile``),
+against reading the same segment files with ``readinto`` (both from the page
+cache): bytes/s of each.
 
 Run: ``python benchmarks/bench_broker.py [--quick] [--repeat 3] [--results PATH]``.
 """
@@ -22,6 +30,8 @@ import argparse
 import os
 import re
 import shutil
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +44,19 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 4
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from kafkawire.protocol import FetchRequest, encode_request  # noqa: E402
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_kafkawire(log_dir: str) -> Tuple[subprocess.Popen, str]:
@@ -86,9 +109,10 @@ def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str) -> Tupl
     c.assign([ck.TopicPartition(topic, q, 0) for q in range(PARTITIONS)])
     t0 = time.perf_counter()
     got = 0
-    deadline = time.time() + 300
+    deadline = time.time() + 120
     while got < n and time.time() < deadline:
-        for m in c.consume(10_000, 1.0):
+        # never ask for more than is left: consume() would wait out its timeout for them
+        for m in c.consume(min(10_000, n - got), 1.0):
             if m.error() is None:
                 got += 1
     t_consume = time.perf_counter() - t0
@@ -122,11 +146,61 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> Tuple[floa
     return lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3
 
 
+def fetch_rate(bootstrap: str, topic: str, seconds: float) -> float:
+    """Bytes/s a raw Fetch client receives re-reading every partition of ``topic`` from
+    offset 0 (the broker sends the records with ``sendfile``); the bytes are discarded."""
+    host, port = bootstrap.rsplit(":", 1)
+    req = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 30, isolation_level=0,
+                       topics=[dict(topic=topic, partitions=[
+                           dict(partition=q, fetch_offset=0, partition_max_bytes=1 << 30)
+                           for q in range(PARTITIONS)])])
+    buf = bytearray(1 << 20)
+    total = 0
+    with socket.create_connection((host, int(port))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        t0 = time.perf_counter()
+        i = 0
+        while True:
+            i += 1
+            sock.sendall(encode_request(req, 4, i, "bench"))
+            head = sock.recv(4, socket.MSG_WAITALL)
+            left = int.from_bytes(head, "big")
+            total += 4 + left
+            while left:
+                got = sock.recv_into(buf, min(left, len(buf)))
+                if not got:
+                    raise RuntimeError("the broker closed the connection")
+                left -= got
+            elapsed = time.perf_counter() - t0
+            if elapsed >= seconds:
+                return total / elapsed
+
+
+def file_read_rate(folders: List[str], seconds: float) -> float:
+    """Bytes/s reading the ``.log`` files of ``folders`` with ``readinto`` (page cache)."""
+    paths = [os.path.join(d, n) for d in folders for n in sorted(os.listdir(d))
+             if n.endswith(".log")]
+    buf = bytearray(1 << 20)
+    total = 0
+    t0 = time.perf_counter()
+    while True:
+        for p in paths:
+            with open(p, "rb", buffering=0) as f:
+                while True:
+                    got = f.readinto(buf)
+                    if not got:
+                        break
+                    total += got
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return total / elapsed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer records (for a busy machine)")
     ap.add_argument("--records", type=int, default=None, help="records per 100-byte workload")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per broker; the best counts")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per broker; the median counts")
     ap.add_argument("--rate", type=int, default=2000, help="records/s of the latency run")
     H.add_results_option(ap)
     args = ap.parse_args()
@@ -139,39 +213,58 @@ def main() -> None:
     md = mock_owner.list_topics(timeout=10)
     mock_bs = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
     brokers = {"kafkawire serve": kw_bs, "librdkafka mock": mock_bs}
-    best: Dict[Tuple[str, int, str], List[float]] = {}
+    times: Dict[Tuple[str, int, str], List[Tuple[float, float]]] = {}
+    broker_cpu: Dict[Tuple[int, str], List[float]] = {}
     lat: Dict[str, Tuple[float, float]] = {}
     stamp = int(time.time())
+    fetch_topic = ""
     try:
+        for name, bs in brokers.items():      # warm-up, untimed (first connections, groups)
+            throughput(bs, f"w{stamp}-{'kw' if 'kafkawire' in name else 'mk'}", 2000, 100, "1")
         for rep in range(args.repeat):
             for size, acks, n in workloads:
                 for name, bs in brokers.items():
-                    topic = f"b{stamp}-{rep}-{size}-{acks}-{'kw' if 'kafkawire' in name else 'mk'}"
-                    tp, tc = throughput(bs, topic, n, size, acks)
-                    key = (name, size, acks)
-                    old = best.get(key)
-                    best[key] = [min(tp, old[0]) if old else tp, min(tc, old[1]) if old else tc, n]
+                    kw = "kafkawire" in name
+                    topic = f"b{stamp}-{rep}-{size}-{acks}-{'kw' if kw else 'mk'}"
+                    cpu0 = process_cpu(proc.pid)
+                    times.setdefault((name, size, acks), []).append(
+                        throughput(bs, topic, n, size, acks))
+                    if kw:
+                        broker_cpu.setdefault((size, acks), []).append(
+                            process_cpu(proc.pid) - cpu0)
+                        if size == 1024 and acks == "1":
+                            fetch_topic = topic
         for name, bs in brokers.items():
             lat[name] = latency(bs, f"lat{stamp}-{'kw' if 'kafkawire' in name else 'mk'}",
                                 args.rate, 2.0 if args.quick else 5.0)
+        seconds = 1.0 if args.quick else 2.0
+        folders = [os.path.join(log_dir, f"{fetch_topic}-{q}") for q in range(PARTITIONS)]
+        sent, read = [], []
+        for _ in range(args.repeat):
+            sent.append(fetch_rate(kw_bs, fetch_topic, seconds))
+            read.append(file_read_rate(folders, seconds))
     finally:
         proc.terminate()
         proc.wait(60)
         mock_owner.flush(1)
         shutil.rmtree(log_dir, ignore_errors=True)
     print(f"confluent-kafka {ck.version()[0]} (librdkafka {ck.libversion()[0]}) against two "
-          f"brokers, best of {args.repeat}, {PARTITIONS} partitions")
-    print(f"{'workload':22s} {'kafkawire serve':>22s} {'librdkafka mock':>22s} {'ratio':>6s}")
+          f"brokers, median of {args.repeat} (best in brackets), {PARTITIONS} partitions")
+    print(f"{'workload':22s} {'kafkawire serve':>30s} {'librdkafka mock':>30s} {'ratio':>6s}"
+          f" {'serve CPU':>9s}")
     results = H.Results("broker", quick=args.quick)
     for size, acks, n in workloads:
         for i, what in enumerate(("produce", "consume")):
-            kw = best[("kafkawire serve", size, acks)]
-            mk = best[("librdkafka mock", size, acks)]
-            a, b = n / kw[i], n / mk[i]
-            mb_a, mb_b = a * size / 1e6, b * size / 1e6
+            rate: Dict[str, Tuple[float, float]] = {}
+            for name in brokers:
+                runs = [n / t[i] for t in times[(name, size, acks)]]
+                rate[name] = (statistics.median(runs), max(runs))
+            (a, a_best), (b, b_best) = rate["kafkawire serve"], rate["librdkafka mock"]
             label = f"{what} {size}B acks={acks}"
-            print(f"{label:22s} {a / 1e3:7.0f} k/s {mb_a:6.1f} MB/s {b / 1e3:7.0f} k/s "
-                  f"{mb_b:6.1f} MB/s {a / b:5.2f}x")
+            cpu = statistics.median(broker_cpu[(size, acks)])
+            print(f"{label:22s} {a / 1e3:7.0f} k/s ({a_best / 1e3:5.0f}) {a * size / 1e6:6.1f} MB/s"
+                  f" {b / 1e3:7.0f} k/s ({b_best / 1e3:5.0f}) {b * size / 1e6:6.1f} MB/s"
+                  f" {a / b:5.2f}x" + (f" {cpu:7.2f} s" if i == 0 else ""))
             wl = f"{what} {size}-byte values, acks={acks}"
             results.add(wl, "kafkawire serve", what, a, "records/s")
             results.add(wl, "librdkafka mock cluster", what, b, "records/s")
@@ -180,7 +273,14 @@ def main() -> None:
               f"p99 {p99:.2f} ms")
         results.add(f"produce latency at {args.rate} records/s", name, "p50", p50, "ms")
         results.add(f"produce latency at {args.rate} records/s", name, "p99", p99, "ms")
+    ms, mr = statistics.median(sent), statistics.median(read)
+    print(f"fetch served by sendfile: {ms / 1e6:.0f} MB/s to a raw Fetch client, reading the "
+          f"same segment files {mr / 1e6:.0f} MB/s: {ms / mr:.2f}x")
+    wl = "fetch served by sendfile (1 KiB records, page cache)"
+    results.add(wl, "kafkawire serve, raw Fetch client", "bytes/s", ms, "bytes/s")
+    results.add(wl, "readinto of the segment files", "bytes/s", mr, "bytes/s")
     results.set_ratios("librdkafka mock cluster", metrics=["produce", "consume"])
+    results.set_ratios("readinto of the segment files", metrics=["bytes/s"])
     results.write(args.results)
 
 

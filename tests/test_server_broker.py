@@ -143,6 +143,18 @@ def test_pipelined_requests_answered_in_order(kafka_broker):
     assert seen == list(range(50))
 
 
+def test_idle_connections_closed(tmp_path):
+    """connections.max.idle.ms: a silent connection and a half-sent request are closed (no
+    timing window: the test only waits, generously, for the close); others are served."""
+    with running_broker(str(tmp_path / "logs"), config={"connections.max.idle.ms": 300}) as b:
+        with socket.create_connection(b.address) as silent, \
+                socket.create_connection(b.address) as half:
+            req = encode_request(MetadataRequest(topics=None), 12, 1, "idle")
+            half.sendall(req[:7])
+            assert _closed(silent, timeout=30) and _closed(half, timeout=30)
+        assert _call(b, MetadataRequest(topics=None), 12, corr=2).cluster_id == b.cluster_id
+
+
 def test_confluent_kafka_roundtrip(kafka_broker):
     ck = pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient, NewTopic

@@ -39,6 +39,9 @@ __all__ = ["NetworkServer", "encode_raw_response"]
 log = logging.getLogger("kafkawire.server.network")
 
 _SIZE = struct.Struct(">i")
+#: Bytes a connection's reader buffers before it stops reading the socket (twice this):
+#: a produce request of a few MiB arrives without pausing and resuming the socket.
+_READ_LIMIT = 1 << 20
 #: File regions smaller than this are read and written instead of sendfile'd.
 _SENDFILE_MIN = 16 * 1024
 
@@ -95,6 +98,8 @@ class _Connection:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.plaintext = writer.get_extra_info("sslcontext") is None
+        #: Loop time of the last request answered (or of the connection): idle since then.
+        self.active = asyncio.get_running_loop().time()
 
 
 class NetworkServer:
@@ -110,10 +115,12 @@ class NetworkServer:
         self.server: Optional[asyncio.base_events.Server] = None
         self.connections: Set[_Connection] = set()
         self.stopping = False
+        self._sweep_handle: Optional[asyncio.TimerHandle] = None
 
     async def start(self) -> Tuple[str, int]:
         self.server = await asyncio.start_server(self._serve, self.host, self.port,
-                                                 reuse_address=True, backlog=512)
+                                                 reuse_address=True, backlog=512,
+                                                 limit=_READ_LIMIT)
         sock = self.server.sockets[0]
         host, port = sock.getsockname()[:2]
         self.port = port
@@ -168,24 +175,48 @@ class NetworkServer:
             except Exception:
                 pass
 
+    def _sweep(self) -> None:
+        """Close connections without a request for ``connections.max.idle.ms`` (checked
+        every tenth of it, at most every 30 s): one timer for the server, none per read."""
+        if self.stopping:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for conn in list(self.connections):
+            if not conn.busy and now - conn.active > self.idle_s and conn.task is not None:
+                log.info("closing connection from %s: idle for more than "
+                         "connections.max.idle.ms", conn.peer)
+                conn.task.cancel()
+        self._sweep_handle = loop.call_later(min(max(self.idle_s / 10, 0.01), 30.0), self._sweep)
+
     async def _one_request(self, conn: _Connection) -> bool:
-        head = await asyncio.wait_for(conn.reader.readexactly(4), self.idle_s)
-        size = _SIZE.unpack(head)[0]
-        if size < 0 or size > self.max_request_bytes:
-            log.warning("closing connection from %s: request size %d is %s", conn.peer, size,
-                        "negative" if size < 0 else
-                        f"over socket.request.max.bytes ({self.max_request_bytes})")
+        if self._sweep_handle is None:
+            self._sweep()
+        reader = conn.reader
+        size = self._frame_size(conn, await reader.readexactly(4))
+        if size is None:
             return False
-        if size < 8:
-            log.warning("closing connection from %s: %d-byte request is shorter than a "
-                        "request header", conn.peer, size)
-            return False
-        payload = await asyncio.wait_for(conn.reader.readexactly(size), self.idle_s)
+        payload = await reader.readexactly(size)
         conn.busy = True
         try:
             return await self._handle(conn, payload)
         finally:
             conn.busy = False
+            conn.active = asyncio.get_running_loop().time()
+
+    def _frame_size(self, conn: _Connection, head: bytes) -> Optional[int]:
+        """The size a frame's prefix announces, or None (logged) when it closes the connection."""
+        size: int = _SIZE.unpack(head)[0]
+        if size < 0 or size > self.max_request_bytes:
+            log.warning("closing connection from %s: request size %d is %s", conn.peer, size,
+                        "negative" if size < 0 else
+                        f"over socket.request.max.bytes ({self.max_request_bytes})")
+            return None
+        if size < 8:
+            log.warning("closing connection from %s: %d-byte request is shorter than a "
+                        "request header", conn.peer, size)
+            return None
+        return size
 
     async def _handle(self, conn: _Connection, payload: bytes) -> bool:
         api_key, version, correlation_id = struct.unpack_from(">hhi", payload, 0)
