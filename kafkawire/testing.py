@@ -8,7 +8,14 @@ can ask for the ``kafka_broker`` fixture::
 
 The broker is a :class:`kafkawire.Broker` (create topics with
 ``kafka_broker.create_topic(name, partitions)`` or any client's admin API);
-it is stopped, and its folder removed, when the test ends.
+it is stopped, and its folder removed, when the test ends.  Broker settings,
+e.g. listeners with TLS or SASL, are given through indirect parametrisation::
+
+    @pytest.mark.parametrize("kafka_broker", [{
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.user.alice": "alice-secret"}],
+        indirect=True)
+    def test_sasl(kafka_broker):
+        bootstrap = kafka_broker.listeners["SASL_PLAINTEXT"]
 """
 from __future__ import annotations
 
@@ -46,7 +53,9 @@ def running_broker(log_dir: Optional[str] = None, *,
 
 
 @pytest.fixture
-def kafka_broker(tmp_path: Any) -> Iterator["Broker"]:
-    """A started :class:`kafkawire.Broker` in ``tmp_path`` on a free loopback port."""
-    with running_broker(os.fspath(tmp_path / "kafka-logs")) as broker:
+def kafka_broker(request: Any, tmp_path: Any) -> Iterator["Broker"]:
+    """A started :class:`kafkawire.Broker` in ``tmp_path`` on a free loopback port (broker
+    settings from the fixture's indirect parameter, a mapping, when given)."""
+    config = getattr(request, "param", None)
+    with running_broker(os.fspath(tmp_path / "kafka-logs"), config=config) as broker:
         yield broker

@@ -17,7 +17,7 @@ import concurrent.futures
 import logging
 import os
 import threading
-from typing import Any, Awaitable, Callable, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from kafkawire.errors import LogError
 from kafkawire.log.checkpoints import (META_PROPERTIES, kafka_uuid_string, random_kafka_uuid,
@@ -96,6 +96,8 @@ class Broker:
         #: The coordinators, set by their modules' ``register(broker)`` (see kafkawire.server).
         self.group_coordinator: Any = None
         self.txn_coordinator: Any = None
+        #: Listeners and SASL users (:class:`kafkawire.server.auth.Security`), set at register.
+        self.security: Any = None
         self.fetch_sessions = FetchSessionCache(
             self.config.int("max.incremental.fetch.session.cache.slots"))
         register_all(self)
@@ -118,6 +120,13 @@ class Broker:
         """``host:port`` for a client's ``bootstrap.servers``."""
         host, port = self.address
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def listeners(self) -> Dict[str, str]:
+        """Each listener's name and ``host:port`` (after :meth:`start`), e.g.
+        ``{"PLAINTEXT": "127.0.0.1:9092", "SASL_SSL": "127.0.0.1:9093"}``."""
+        bound = self._network.bound if self._network is not None else {}
+        return {name: (f"[{h}]:{p}" if ":" in h else f"{h}:{p}") for name, (h, p) in bound.items()}
 
     @property
     def running(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, Mapping, NamedTuple, Optional, Tuple
 
 __all__ = ["BrokerConfig", "TopicConfigDef", "TOPIC_CONFIGS", "INTERNAL_TOPIC_CONFIGS",
-           "ConfigError", "topic_config_value"]
+           "ConfigError", "topic_config_value", "is_sensitive"]
 
 _LONG_MAX = "9223372036854775807"
 
@@ -90,6 +90,23 @@ _BROKER_DEFAULTS: Dict[str, str] = {
     "max.incremental.fetch.session.cache.slots": "1000",
     "broker.rack": "",
 }
+
+
+#: Security settings (:mod:`kafkawire.server.auth`); also settable per listener as
+#: ``listener.name.<name>.<setting>``.
+_BROKER_DEFAULTS.update({
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "sasl.scram.iterations": "4096",
+    "ssl.client.auth": "none",
+})
+
+_SENSITIVE_SUFFIXES = ("password", "ssl.keystore.key", "sasl.jaas.config")
+
+
+def is_sensitive(name: str) -> bool:
+    """Whether a broker setting holds a secret (a password, a key, a user's credential):
+    DescribeConfigs shows its name, not its value, as Kafka does."""
+    return name.startswith("sasl.user.") or name.endswith(_SENSITIVE_SUFFIXES)
 
 
 def _check_value(name: str, value: str, kind: str) -> None:

@@ -48,6 +48,7 @@ from kafkawire.protocol.messages import (
     LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
     OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
     SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
+from kafkawire.server.network import advertised_address
 from kafkawire.server.groups_storage import (CoordinatorLog, InternalTopicOwner, KeyValue,
                                              PartitionsLog)
 
@@ -1057,7 +1058,7 @@ def register(broker: Any) -> None:
         return NONE, None
 
     async def find_coordinator(ctx: Any, req: Any, version: int) -> Any:
-        host, port = broker.address
+        host, port = advertised_address(ctx)
         if version < 4:
             code, message = ensure(req.key_type if version >= 1 else GROUP_KEY)
             return FindCoordinatorResponse(error_code=code, error_message=message,

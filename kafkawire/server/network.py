@@ -7,7 +7,12 @@ as a Kafka broker processes one request per connection at a time: responses
 go out in request order.  Writes wait for the socket (``drain``), so a client
 that does not read its responses only stalls itself.  Record sections of
 Fetch responses are sent from the segment files with ``sendfile`` on
-plaintext connections.
+plaintext connections; TLS connections copy them through the SSL object.
+
+Each listener (``listeners``, see :mod:`kafkawire.server.auth`) is one
+server on the same loop.  On a SASL listener a connection is served only
+ApiVersions, SaslHandshake and SaslAuthenticate until it has authenticated;
+any other request closes it, as Kafka's authenticator does.
 
 A malformed frame (negative or oversized length, undecodable header or
 body, an API or version not advertised) closes that connection with one log
@@ -16,6 +21,7 @@ line; other connections are not affected.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import struct
@@ -27,6 +33,7 @@ from kafkawire.protocol import (ApiKey, ApiVersionsResponse, decode_request, enc
                                 request_header_version, response_header_version)
 from kafkawire.protocol.headers import ResponseHeader
 from kafkawire.protocol.schema import Message
+from kafkawire.server.auth import PRE_AUTH_APIS, Listener, SaslConnection
 from kafkawire.server.codes import UNSUPPORTED_VERSION
 from kafkawire.server.dispatch import RawResponse, RequestContext
 
@@ -34,7 +41,7 @@ if TYPE_CHECKING:
     from kafkawire.server.broker import Broker
     from kafkawire.server.partitions import FileRegion
 
-__all__ = ["NetworkServer", "encode_raw_response"]
+__all__ = ["NetworkServer", "encode_raw_response", "advertised_address"]
 
 log = logging.getLogger("kafkawire.server.network")
 
@@ -88,6 +95,13 @@ def encode_raw_response(raw: RawResponse, version: int, correlation_id: int) -> 
     return parts, total
 
 
+def advertised_address(ctx: RequestContext) -> Tuple[str, int]:
+    """``(host, port)`` clients of the request's listener are told to connect to (Metadata,
+    FindCoordinator, DescribeCluster)."""
+    adv = ctx.connection.get("advertised")
+    return adv if adv is not None else ctx.broker.address
+
+
 class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
@@ -100,6 +114,8 @@ class _Connection:
         self.plaintext = writer.get_extra_info("sslcontext") is None
         #: Loop time of the last request answered (or of the connection): idle since then.
         self.active = asyncio.get_running_loop().time()
+        #: Set on SASL listeners until the connection has authenticated.
+        self.sasl: Optional[SaslConnection] = None
 
 
 class NetworkServer:
@@ -115,23 +131,45 @@ class NetworkServer:
         self.server: Optional[asyncio.base_events.Server] = None
         self.connections: Set[_Connection] = set()
         self.stopping = False
+        self.servers: List[asyncio.base_events.Server] = []
+        #: Each listener's name and bound ``(host, port)``, in the order configured.
+        self.bound: Dict[str, Tuple[str, int]] = {}
         self._sweep_handle: Optional[asyncio.TimerHandle] = None
 
     async def start(self) -> Tuple[str, int]:
-        self.server = await asyncio.start_server(self._serve, self.host, self.port,
-                                                 reuse_address=True, backlog=512,
-                                                 limit=_READ_LIMIT)
-        sock = self.server.sockets[0]
-        host, port = sock.getsockname()[:2]
+        """Listen on every listener; the first one's bound address."""
+        security = getattr(self.broker, "security", None)
+        listeners: List[Listener] = (list(security.listeners) if security is not None else
+                                     [Listener("PLAINTEXT", "PLAINTEXT", self.host, self.port,
+                                               None, (), None)])
+        try:
+            for i, lst in enumerate(listeners):
+                host, port = (self.host, self.port) if i == 0 and security is None else \
+                    (lst.host, lst.port)
+                server = await asyncio.start_server(
+                    functools.partial(self._serve, lst, i == 0), host, port,
+                    reuse_address=True, backlog=512, limit=_READ_LIMIT,
+                    ssl=lst.ssl_context)
+                self.servers.append(server)
+                self.bound[lst.name] = server.sockets[0].getsockname()[:2]
+        except BaseException:
+            for server in self.servers:
+                server.close()
+            raise
+        self.server = self.servers[0]
+        host, port = next(iter(self.bound.values()))
         self.port = port
+        if len(listeners) > 1 or listeners[0].protocol != "PLAINTEXT":
+            log.info("listeners: %s", ", ".join(f"{lst.name}://{h}:{p}" for lst, (h, p) in
+                                                zip(listeners, self.bound.values())))
         return host, port
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, let requests being processed finish (their answers are sent),
         then close every connection."""
         self.stopping = True
-        if self.server is not None:
-            self.server.close()
+        for server in self.servers:
+            server.close()
         for conn in list(self.connections):
             if not conn.busy and conn.task is not None:
                 conn.task.cancel()
@@ -142,15 +180,24 @@ class NetworkServer:
                 t.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=1.0)
-        if self.server is not None:
+        for server in self.servers:
             try:
-                await asyncio.wait_for(self.server.wait_closed(), 1.0)
+                await asyncio.wait_for(server.wait_closed(), 1.0)
             except asyncio.TimeoutError:
                 pass
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, listener: Listener, first: bool, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
         conn = _Connection(reader, writer)
         conn.task = asyncio.current_task()
+        if listener.sasl:
+            conn.sasl = SaslConnection(listener, self.broker.security.users)
+        if listener.advertised is not None:
+            conn.state["advertised"] = listener.advertised
+        elif not first:
+            host, port = self.bound[listener.name]
+            conn.state["advertised"] = ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host,
+                                        port)
         self.connections.add(conn)
         sock = writer.get_extra_info("socket")
         if sock is not None:
@@ -199,6 +246,8 @@ class NetworkServer:
         payload = await reader.readexactly(size)
         conn.busy = True
         try:
+            if conn.sasl is not None and conn.sasl.raw_tokens:
+                return await self._raw_token(conn, payload)
             return await self._handle(conn, payload)
         finally:
             conn.busy = False
@@ -231,6 +280,11 @@ class NetworkServer:
             log.warning("closing connection from %s: API %d version %d is not served "
                         "(see ApiVersions)", conn.peer, api_key, version)
             return False
+        sasl = conn.sasl
+        if sasl is not None and api_key not in PRE_AUTH_APIS:
+            log.warning("closing connection from %s: API %d before SASL authentication",
+                        conn.peer, api_key)
+            return False
         try:
             # Bytes after the body are ignored, as Kafka ignores them (librdkafka sends some).
             req = decode_request(payload, sized=False, max_frame_size=self.max_request_bytes,
@@ -239,6 +293,8 @@ class NetworkServer:
             log.warning("closing connection from %s: malformed request (API %d v%d): %s",
                         conn.peer, api_key, version, exc)
             return False
+        if sasl is not None and api_key != ApiKey.API_VERSIONS:
+            return await self._sasl(conn, sasl, api_key, req.message, version, correlation_id)
         handler = dispatcher.handler(api_key)
         assert handler is not None
         ctx = RequestContext(broker=self.broker, peer=conn.peer, client_id=req.client_id,
@@ -252,6 +308,48 @@ class NetworkServer:
             await self._write(conn, parts)
         else:
             await self._write(conn, [encode_response(response, version, correlation_id)])
+        return True
+
+    async def _sasl(self, conn: _Connection, sasl: SaslConnection, api_key: int, msg: Any,
+                    version: int, correlation_id: int) -> bool:
+        """SaslHandshake or SaslAuthenticate on a connection not yet authenticated."""
+        keep = True
+        if api_key == ApiKey.SASL_HANDSHAKE:
+            response: Message
+            response, keep = sasl.handshake(msg.mechanism, version)
+        else:
+            token = bytes(msg.auth_bytes or b"")
+            response = await self._step(sasl, token)
+            keep = response.error_code == 0
+            if not keep:
+                log.info("closing connection from %s: SASL authentication failed (%s)",
+                         conn.peer, response.error_message)
+        await self._write(conn, [encode_response(response, version, correlation_id)])
+        if sasl.authenticated:
+            conn.sasl = None
+        return keep
+
+    async def _step(self, sasl: SaslConnection, token: bytes) -> Any:
+        server = sasl.server
+        if server is not None and server.mechanism == "PLAIN":
+            # PLAIN salts the password (thousands of hash rounds): off the loop
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(None, sasl.answer, token)
+        return sasl.answer(token)
+
+    async def _raw_token(self, conn: _Connection, token: bytes) -> bool:
+        """A bare SASL token after a v0 SaslHandshake: answered bare, size-prefixed."""
+        sasl = conn.sasl
+        assert sasl is not None
+        response = await self._step(sasl, token)
+        if response.error_code:
+            log.info("closing connection from %s: SASL authentication failed (%s)",
+                     conn.peer, response.error_message)
+            return False
+        out = bytes(response.auth_bytes or b"")
+        await self._write(conn, [_SIZE.pack(len(out)) + out])
+        if sasl.authenticated:
+            conn.sasl = None
         return True
 
     async def _write(self, conn: _Connection, parts: List[Part]) -> None:

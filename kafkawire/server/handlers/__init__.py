@@ -20,7 +20,7 @@ __all__ = ["register_all"]
 log = logging.getLogger("kafkawire.server.handlers")
 
 #: Modules outside this package that register handlers and hooks of their own.
-PLUGGED_MODULES = ("kafkawire.server.groups", "kafkawire.server.txn")
+PLUGGED_MODULES = ("kafkawire.server.auth", "kafkawire.server.groups", "kafkawire.server.txn")
 
 
 def register_all(broker: "Broker") -> None:

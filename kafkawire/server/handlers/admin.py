@@ -10,8 +10,9 @@ from kafkawire.protocol import (ApiKey, CreatePartitionsResponse, DeleteRecordsR
 from kafkawire.server.codes import (INVALID_CONFIG, INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST,
                                     OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION,
                                     UNSUPPORTED_ENDPOINT_TYPE)
-from kafkawire.server.config import TOPIC_CONFIGS
+from kafkawire.server.config import TOPIC_CONFIGS, is_sensitive
 from kafkawire.server.dispatch import RequestContext
+from kafkawire.server.network import advertised_address
 from kafkawire.server.handlers.topics import (SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC,
                                               config_entries)
 from kafkawire.server.partitions import TopicError
@@ -54,8 +55,8 @@ async def handle_create_partitions(ctx: RequestContext, req: Any, version: int) 
 
 
 def _broker_entries(broker: "Broker") -> List[Dict[str, Any]]:
-    return [{"name": k, "value": v, "source": SOURCE_STATIC_BROKER}
-            for k, v in sorted(broker.config.values.items())]
+    return [{"name": k, "value": None if is_sensitive(k) else v, "source": SOURCE_STATIC_BROKER,
+             "sensitive": is_sensitive(k)} for k, v in sorted(broker.config.values.items())]
 
 
 async def handle_describe_configs(ctx: RequestContext, req: Any, version: int) -> DescribeConfigsResponse:
@@ -101,7 +102,7 @@ async def handle_describe_configs(ctx: RequestContext, req: Any, version: int) -
                     synonyms.append(S(name=d.synonym, value=d.default, source=SOURCE_DEFAULT))
             out.configs.append(C(name=e["name"], value=e["value"], read_only=topic is None,
                                  is_default=e["source"] == SOURCE_DEFAULT,
-                                 config_source=e["source"], is_sensitive=False,
+                                 config_source=e["source"], is_sensitive=e.get("sensitive", False),
                                  synonyms=synonyms,
                                  config_type=_CONFIG_TYPES.get(d.type, 0) if d else 2,
                                  documentation=None))
@@ -165,7 +166,7 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any, version: int) -
                                        error_message="this endpoint serves brokers only",
                                        endpoint_type=req.endpoint_type, cluster_id=broker.cluster_id,
                                        brokers=[])
-    host, port = broker.address
+    host, port = advertised_address(ctx)
     B = DescribeClusterResponse.DescribeClusterBroker
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,

@@ -10,6 +10,7 @@ from kafkawire.server.config import TOPIC_CONFIGS, topic_config_value
 from kafkawire.server.codes import (INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR,
                                     INVALID_REQUEST, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from kafkawire.server.dispatch import RequestContext
+from kafkawire.server.network import advertised_address
 from kafkawire.server.partitions import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ async def handle_metadata(ctx: RequestContext, req: Any, version: int) -> Metada
             topics.append(T(error_code=0, name=t.name, topic_id=t.topic_id, is_internal=t.internal,
                             partitions=_partitions(broker, t),
                             topic_authorized_operations=topic_ops(include_ops)))
-    host, port = broker.address
+    host, port = advertised_address(ctx)
     rack = broker.config.get("broker.rack") or None
     return MetadataResponse(
         throttle_time_ms=0,
