@@ -78,7 +78,7 @@ class ScramCredential:
     iterations: int
 
     def __str__(self) -> str:
-        b64 = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
+        b64 = _b64
         return (f"salt={b64(self.salt)},stored_key={b64(self.stored_key)},"
                 f"server_key={b64(self.server_key)},iterations={self.iterations}")
 
@@ -98,6 +98,10 @@ class ScramCredential:
             raise ConfigError(f"SCRAM iterations must be {SCRAM_MIN_ITERATIONS} to "
                               f"{SCRAM_MAX_ITERATIONS}, got {cred.iterations}")
         return cred
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _salted(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
@@ -347,13 +351,13 @@ class Security:
         self.users = UserStore()
         self.listeners: List[Listener] = []
         for i, (name, host, port) in enumerate(endpoints):
-            proto = pmap.get(name)
-            if proto is None:
+            protocol = pmap.get(name)
+            if protocol is None:
                 raise ConfigError(f"listener {name} has no security protocol in "
                                   "listener.security.protocol.map")
-            ctx = self._ssl_context(name) if proto in ("SSL", "SASL_SSL") else None
+            ctx = self._ssl_context(name) if protocol in ("SSL", "SASL_SSL") else None
             mechs: Tuple[str, ...] = ()
-            if proto.startswith("SASL_"):
+            if protocol.startswith("SASL_"):
                 mechs = tuple(m.strip().upper() for m in
                               (self.get(name, "sasl.enabled.mechanisms") or "").split(",")
                               if m.strip())
@@ -363,7 +367,7 @@ class Security:
                                       f"{', '.join(bad) or 'none given'}; this broker offers "
                                       f"{', '.join(SASL_MECHANISMS)}")
             a = adv.get(name) or (advertised if i == 0 else None)
-            self.listeners.append(Listener(name, proto, host or "0.0.0.0", port, ctx, mechs, a))
+            self.listeners.append(Listener(name, protocol, host or "0.0.0.0", port, ctx, mechs, a))
         if any(lst.sasl for lst in self.listeners):
             self._load_users()
             if not len(self.users):
@@ -376,7 +380,8 @@ class Security:
         return self.config.get(key) if v is None else v
 
     def _ssl_context(self, listener: str) -> ssl.SSLContext:
-        g = lambda key: self.get(listener, key)  # noqa: E731
+        def g(key: str) -> Optional[str]:
+            return self.get(listener, key)
         for key in ("ssl.keystore.type", "ssl.truststore.type"):
             if (g(key) or "PEM").upper() != "PEM":
                 raise ConfigError(f"{key}={g(key)}: this broker reads PEM files only")

@@ -313,17 +313,16 @@ class NetworkServer:
     async def _sasl(self, conn: _Connection, sasl: SaslConnection, api_key: int, msg: Any,
                     version: int, correlation_id: int) -> bool:
         """SaslHandshake or SaslAuthenticate on a connection not yet authenticated."""
-        keep = True
+        response: Message
         if api_key == ApiKey.SASL_HANDSHAKE:
-            response: Message
             response, keep = sasl.handshake(msg.mechanism, version)
         else:
-            token = bytes(msg.auth_bytes or b"")
-            response = await self._step(sasl, token)
-            keep = response.error_code == 0
+            answer = await self._step(sasl, bytes(msg.auth_bytes or b""))
+            keep = answer.error_code == 0
             if not keep:
                 log.info("closing connection from %s: SASL authentication failed (%s)",
-                         conn.peer, response.error_message)
+                         conn.peer, answer.error_message)
+            response = answer
         await self._write(conn, [encode_response(response, version, correlation_id)])
         if sasl.authenticated:
             conn.sasl = None
