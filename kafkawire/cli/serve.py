@@ -31,14 +31,16 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--log-dirs", required=True, action="append", metavar="DIR[,DIR...]",
                    help="log directories to serve (created if missing, unless --read-only)")
     s.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
-                   help="address to listen on (default 127.0.0.1:9092; port 0 picks a free one)")
+                   help="address to listen on (default 127.0.0.1:9092; port 0 picks a free one); "
+                        "--config listeners=... replaces it with Kafka's listeners, e.g. "
+                        "PLAINTEXT://:9092,SASL_SSL://:9093")
     s.add_argument("--advertised", metavar="HOST:PORT",
                    help="address clients are told to connect to (default: the listening one)")
     s.add_argument("--read-only", action="store_true",
                    help="serve existing folders as they are and refuse every write")
     s.add_argument("--config", action="append", metavar="NAME=VALUE",
-                   help="a Kafka broker setting, e.g. num.partitions=3 or log.segment.bytes=1048576 "
-                        "(repeatable)")
+                   help="a Kafka broker setting, e.g. num.partitions=3, log.segment.bytes=1048576, "
+                        "ssl.keystore.location=server.pem or sasl.user.alice=SECRET (repeatable)")
     s.add_argument("--log-level", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="logging level (default INFO)")
     s.set_defaults(func=serve)
@@ -64,6 +66,10 @@ def serve(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         broker.start()
+        listeners = broker.listeners
+        if list(listeners) != ["PLAINTEXT"]:
+            for name, address in listeners.items():
+                sys.stderr.write(f"kafkawire serve: listener {name} on {address}\n")
         sys.stderr.write(f"kafkawire serve: listening on {broker.bootstrap_servers}\n")
         sys.stderr.flush()
         while not done.wait(0.5):
