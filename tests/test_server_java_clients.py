@@ -253,6 +253,9 @@ def test_group_of_three_libraries(serve, java_runner):
     first.commit()
     first.close(autocommit=False)
     assert sorted(early) == sorted(b"early-%d" % i for i in range(60))
+    admin = cka.AdminClient({"bootstrap.servers": bs})
+    left = admin.describe_consumer_groups([group])[group].result(TIMEOUT)
+    assert left.state == ck.ConsumerGroupState.EMPTY and not left.members   # it left at close
 
     # three libraries join the group
     java_runner.compile("BrokerClients")
@@ -271,7 +274,6 @@ def test_group_of_three_libraries(serve, java_runner):
     try:
         for m in members:
             m.start()
-        admin = cka.AdminClient({"bootstrap.servers": bs})
 
         def stable():
             while not java_lines.empty():

@@ -107,8 +107,10 @@ class GroupCoordinator:
             self.coordinator = None
             self.client._coordinators.pop(self.group_id, None)
 
-    def _call(self, message, deadline: float, wait: Optional[float] = None):
-        """One request to the coordinator; connection trouble forgets the coordinator.
+    def _call(self, message, deadline: float, wait: Optional[float] = None,
+              max_version: Optional[int] = None):
+        """One request to the coordinator (at most at ``max_version``); connection trouble
+        forgets the coordinator.
 
         Some brokers (librdkafka's mock among them) advertise the flexible
         versions of the group APIs but drop the connection on them: after such
@@ -118,6 +120,8 @@ class GroupCoordinator:
         with self._lock:
             conn = self._coordinator_conn(deadline)
             version = self._version(api_key)
+            if max_version is not None:
+                version = min(version, max_version)
             try:
                 pending = self.client._send(conn, message, version, None)
                 assert pending is not None
@@ -507,7 +511,7 @@ class GroupCoordinator:
                     "member_id": member, "group_instance_id": None, "reason": reason}])
             else:
                 req = P.LeaveGroupRequest(group_id=self.group_id, member_id=member)
-            resp = self._call(req, deadline)
+            resp = self._call(req, deadline, max_version=version)
             if resp.error_code:
                 log.info("group %s: LeaveGroup answered %s", self.group_id,
                          make_error(resp.error_code).name)
