@@ -50,14 +50,6 @@ def secure_broker(pki, tmp_path):
         yield broker
 
 
-def _wait(cond, what, timeout=TIMEOUT):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 # -- clients --------------------------------------------------------------------------------
 def _records(tag, n=50):
     return [(b"%s-%d" % (tag.encode(), i), b"value-%d-" % i + b"y" * (i * 13 % 300))
