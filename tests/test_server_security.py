@@ -35,7 +35,7 @@ def _secure_config(pki, users_file):
     return {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
                          "SASL_SSL://127.0.0.1:0",
             "ssl.keystore.location": pki["server"],
-            "sasl.user.alice": "alice-secret",
+            "sasl.user.alice": "alice-secret", "sasl.user.u": "p",
             "sasl.users.file": str(users_file)}
 
 
@@ -303,6 +303,15 @@ def test_requests_before_authentication_are_refused(secure_broker):
         assert raw.call(SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == 0
         token = b"\0carol\0carol-secret"
         raw.sock.sendall(struct.pack(">i", len(token)) + token)
+        assert raw.recv_frame() == b""
+        assert raw.call(MetadataRequest(topics=None, allow_auto_topic_creation=False), 1).brokers
+    finally:
+        raw.close()
+
+    raw = _Raw(bs)     # a bare token shorter than a request header is still a token
+    try:
+        assert raw.call(SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == 0
+        raw.sock.sendall(struct.pack(">i", 4) + b"\0u\0p")
         assert raw.recv_frame() == b""
         assert raw.call(MetadataRequest(topics=None, allow_auto_topic_creation=False), 1).brokers
     finally:

@@ -261,7 +261,7 @@ class NetworkServer:
                         "negative" if size < 0 else
                         f"over socket.request.max.bytes ({self.max_request_bytes})")
             return None
-        if size < 8:
+        if size < 8 and not (conn.sasl is not None and conn.sasl.raw_tokens):
             log.warning("closing connection from %s: %d-byte request is shorter than a "
                         "request header", conn.peer, size)
             return None
