@@ -7,7 +7,7 @@ next partition in turn for rows without a key either) and splits the batch
 by topic-partition, keeping the rows' order.  :class:`PartitionBatches` then
 encodes each topic-partition's rows straight from the Arrow buffers with the
 producer's columnar path (:func:`kafkawire.client.bulk.arrow_chunks` and
-:func:`kafkawire.client.accumulator.encode_batch`): no Python object per
+:func:`kafkawire.client.accumulator.encode_batch_parts`): no Python object per
 record.  Rows with headers take the row-by-row builder (the columnar encoder
 has no headers), in order with the rest.
 """
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkawire._format import CODEC_NAMES
-from kafkawire.client.accumulator import BufferPool, encode_batch
+from kafkawire.client.accumulator import BufferPool, encode_batch_parts
 from kafkawire.client.bulk import arrow_chunks, key_partitions
 from kafkawire.log import LogWriter
 from kafkawire.records import BatchBuilder
@@ -197,13 +197,19 @@ class PartitionBatches:
             keep = chunks[-1][3]        # the partial last cut waits for more rows
             chunks = chunks[:-1]
         if chunks:
+            # each batch built at its final offset, in one copy: the writer neither re-bases
+            # (copies) nor re-checks record by record what this encoder just built
             batches = []
+            offset = self.writer.next_offset
             for _, (enc, a, b, spread), _, count, first, top, _ in chunks:
                 buf, n = enc.encode(a, b, first, spread, self.pool)
-                batches.append(encode_batch(memoryview(buf)[:n], count, first, top, self.codec,
-                                            None, -1, -1, -1, False))
-                self.pool.put(buf)          # encode_batch copied the records out of it
-            self.writer.append_batches(batches, trusted=True)
+                head, body = encode_batch_parts(memoryview(buf)[:n], count, first, top,
+                                                self.codec, None, -1, -1, -1, False)
+                batches.append(b"".join((offset.to_bytes(8, "big"), memoryview(head)[8:], body)))
+                del body
+                self.pool.put(buf)          # the batch holds a copy of the records
+                offset += count
+            self.writer.append_batches(batches, assign_offsets=False, trusted=True)
         if keep:
             rest = table.slice(table.num_rows - keep)
             self.pending, self.pending_bytes = [rest], rest.nbytes
