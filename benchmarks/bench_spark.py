@@ -301,8 +301,9 @@ def main() -> int:
                               + (f"   cpu: JVM {c1[0] - c0[0]:.2f}s, Python {c1[1] - c0[1]:.2f}s"
                                  if meter else ""), flush=True)
             measured[dn] = (walls, cpus, (load0, os.getloadavg()))
-        sink_med, sink_cpu = {}, {}
+        sink_med, sink_cpu, sink_load = {}, {}, ((0.0,), (0.0,))
         if not a.no_sink:
+            load0 = os.getloadavg()
             # the sink against Spark's Parquet writer, on one cached DataFrame (the read is not timed)
             df = spark.read.format("kafkawire").load(logs).select("key", "value", "topic", "partition",
                                                                   "timestamp").cache()
@@ -332,6 +333,7 @@ def main() -> int:
             sink_med = {s: n / statistics.median(v) for s, v in times.items()}
             sink_cpu = {s: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v))
                         for s, v in cpu.items()}
+            sink_load = (load0, os.getloadavg())
             df.unpersist()
         spark_version = spark.version
         spark.stop()
@@ -385,15 +387,16 @@ def main() -> int:
         if sink_med:
             sink = H.Results("spark_sink", quick=a.quick)
             sink.version("spark", spark_version)
+            load = f"load average {sink_load[0][0]:.1f} -> {sink_load[1][0]:.1f}"
             for s, rate in sink_med.items():
-                sink.add(wl, s, "write a cached DataFrame", rate, "rows/s (wall, median)")
+                sink.add(wl, s, "write a cached DataFrame", rate, "rows/s (wall, median)", note=load)
                 if meter and meter.ok:
                     sink.add(wl, s, "write a cached DataFrame, CPU", sum(sink_cpu[s]),
-                             "CPU seconds (JVM + Python)")
+                             "CPU seconds (JVM + Python)", note=load)
             sink.set_ratios("Spark Parquet writer")
             sink.write(a.results.replace(".json", "-sink.json") if a.results else None)
             k, q = sink_med["kafkawire sink"], sink_med["Spark Parquet writer"]
-            print(f"\n| write a cached DataFrame ({a.master}, {n:,} records, median of {repeat}) "
+            print(f"\n| write a cached DataFrame ({a.master}, {n:,} records, median of {repeat}; {load}) "
                   "| rows/s | CPU s (JVM + Python) |\n|---|---:|---:|")
             for s in sink_med:
                 print(f"| {s} | {sink_med[s]:,.0f} | {sink_cpu[s][0]:.2f} + {sink_cpu[s][1]:.2f} |")
