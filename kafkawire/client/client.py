@@ -132,6 +132,9 @@ class Client:
         self._conns: Dict[Any, BrokerConnection] = {}
         self._coordinators: Dict[str, int] = {}
         self._closed = False
+        # The ApiVersions version the last broker accepted: the next connection starts there,
+        # rather than stepping down from ours again (one round trip less per broker).
+        self._api_versions_start: Optional[int] = None
 
     # ------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -220,7 +223,9 @@ class Client:
         A broker that does not speak our ApiVersions version answers
         UNSUPPORTED_VERSION in the v0 layout, listing the versions it does speak.
         """
-        version = A.max_version(A.API_VERSIONS)
+        version = self._api_versions_start
+        if version is None:
+            version = A.max_version(A.API_VERSIONS)
         while True:
             cid = conn.next_correlation_id()
             frame = A.encode_request(A.api_versions_request(self.client_id), version, cid,
@@ -241,6 +246,7 @@ class Client:
                 raise make_error(resp.error_code, api="ApiVersions")
             conn.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             conn.api_versions_version = version
+            self._api_versions_start = version
             return
 
     def _node(self, node_id: int) -> BrokerConnection:
