@@ -105,6 +105,7 @@ def main() -> None:
     fill(bootstrap, topic, n, args.codec)
     times: dict = {"confluent": [], "kafkawire": [], "arrow": []}
     readers = {"confluent": read_confluent, "kafkawire": read_kafkawire, "arrow": read_arrow}
+    load0 = os.getloadavg()[0]
     for _ in range(args.repeat):
         for name, fn in readers.items():
             times[name].append(fn(bootstrap, topic, n, args.batch))
@@ -126,9 +127,16 @@ def main() -> None:
     owner.flush(1)
     results = H.Results("consumer")
     wl = f"{n:,} records of 100 B, codec {args.codec}"
+    load = f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f}"
+    print(f"  ({load})")
     for key, label in (("confluent", "confluent-kafka consume()"), ("kafkawire", "kafkawire poll()"),
                        ("arrow", "kafkawire poll_arrow()")):
+        rs = [c / t for t, c in zip(times[key], times["confluent"])]
         results.add(wl, label, "consume", rate[key], "records/s (wall)")
+        if key != "confluent":  # the same-round spread, and how busy the machine was
+            results.meta.setdefault("rounds", {})[label] = {
+                "ratio min/median": [round(min(rs), 2), round(statistics.median(rs), 2)]}
+    results.meta["load average"] = load
     results.set_ratios("confluent-kafka consume()")
     results.write(args.results)
 

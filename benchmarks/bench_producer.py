@@ -16,8 +16,8 @@ record is acknowledged (``flush``):
   (built before the clock starts: data already in hand), same settings.
 
 Contenders alternate for ``--repeat`` rounds; the best round of each counts, and
-each round's ratio against the peer's run of the same round is printed as a
-range.  Rates
+each round's ratio against the peer's run of the same round is printed (lowest,
+median, highest).  Rates
 are records/s over wall time and over the process's CPU time (which includes
 librdkafka's threads and the mock brokers', in-process, for every contender);
 ratios are kafkawire / confluent-kafka.  On a shared machine the CPU ratio is
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import statistics
 import sys
 import time
 from typing import Tuple
@@ -128,6 +129,7 @@ def main() -> None:
             "kafkawire send()": lambda: bench_send(bootstrap, values, args.codec),
             "kafkawire send_batch(Table)": lambda: bench_send_batch(bootstrap, table, args.codec)}
     rounds = {name: [] for name in runs}  # (wall, cpu) per round
+    load0 = os.getloadavg()[0]
     for _ in range(args.repeat):
         for name, run in runs.items():
             rounds[name].append(run())
@@ -135,7 +137,7 @@ def main() -> None:
     best = {name: (min(w for w, _ in rs), min(c for _, c in rs)) for name, rs in rounds.items()}
     base_wall, base_cpu = best[ref]
     print(f"  {'':34s} {'wall s':>7s} {'rec/s (wall)':>13s} {'ratio':>6s}   {'cpu s':>7s} "
-          f"{'rec/s (cpu)':>13s} {'ratio':>6s}   same-round ratios wall / cpu")
+          f"{'rec/s (cpu)':>13s} {'ratio':>6s}   same-round ratios wall / cpu (min median max)")
     for name, (wall, cpu) in best.items():
         # each round's ratio against the peer's run in the same round: the spread a busy
         # machine gives
@@ -143,13 +145,23 @@ def main() -> None:
         rc = [rc_ / c for (_, c), (_, rc_) in zip(rounds[name], rounds[ref])]
         print(f"  {name:34s} {wall:7.3f} {args.records / wall:13,.0f} {base_wall / wall:5.2f}x   "
               f"{cpu:7.3f} {args.records / cpu:13,.0f} {base_cpu / cpu:5.2f}x   "
-              f"{min(rw):.2f}-{max(rw):.2f}x / {min(rc):.2f}-{max(rc):.2f}x")
+              f"{min(rw):.2f} {statistics.median(rw):.2f} {max(rw):.2f}x / "
+              f"{min(rc):.2f} {statistics.median(rc):.2f} {max(rc):.2f}x")
     owner.flush(5)
     results = H.Results("producer")
     wl = f"{args.records:,} records of {args.size} B, codec {args.codec}"
+    load = f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f}"
+    print(f"  ({load})")
     for name, (wall, cpu) in best.items():
+        rw = [rw_ / w for (w, _), (rw_, _) in zip(rounds[name], rounds[ref])]
+        rc = [rc_ / c for (_, c), (_, rc_) in zip(rounds[name], rounds[ref])]
         results.add(wl, name, "produce", args.records / wall, "records/s (wall)")
         results.add(wl, name, "produce (cpu)", args.records / cpu, "records/s (cpu)")
+        if name != ref:  # the same-round spread, and how busy the machine was
+            results.meta.setdefault("rounds", {})[name] = {
+                "wall ratio min/median": [round(min(rw), 2), round(statistics.median(rw), 2)],
+                "cpu ratio min/median": [round(min(rc), 2), round(statistics.median(rc), 2)]}
+    results.meta["load average"] = load
     results.set_ratios("confluent-kafka produce()+poll()")
     results.write(args.results)
 
