@@ -35,6 +35,7 @@ from kafkawire._fast.records import (
     encode_records_v2_columns as encode_records_v2_columns,
     iter_records_v2 as iter_records_v2,
     validate_records_v2 as validate_records_v2,
+    check_batch_v2 as check_batch_v2,
 )
 from kafkawire._fast.columnar import (
     ColumnBuilder as ColumnBuilder,

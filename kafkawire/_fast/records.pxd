@@ -1,7 +1,7 @@
 # The records kernel's C interface, for the kernels that cimport it (scan's
 # BatchHeader iterates its records through iter_v2_batch, a direct C call).
 cimport cython
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t
 from kafkawire._fast.framing cimport RecordFields
 
 
@@ -51,3 +51,9 @@ cdef object iter_v2_batch(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize
                           int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
                           int timestamp_type, object batch, bint compressed,
                           object relocate)
+
+
+# RecordBatch.validate()'s verdict for an uncompressed batch at buf[position:position+size]
+# (CRC and records in one pass; see check_batch_v2): scan's BatchHeader.validate calls it.
+cdef bint v2_batch_ok(object buf, Py_ssize_t position, int64_t size, uint32_t crc,
+                      int64_t count, int64_t base_offset, int64_t last_offset) except -1

@@ -1,4 +1,5 @@
 # cython: language_level=3
+# distutils: sources = kafkawire/_fast/crc_impl.c
 """Record decode/encode kernels (compiled twin of ``kafkawire/_pure/records.py``).
 
 The contracts of ``Record``, ``decode_records_v2``, ``decode_legacy_messages``
@@ -32,7 +33,7 @@ import zlib
 from kafkawire.errors import CorruptRecordError
 
 __all__ = ["Record", "decode_records_v2", "decode_records_v2_as", "iter_records_v2",
-           "validate_records_v2", "decode_legacy_messages", "encode_records_v2",
+           "validate_records_v2", "check_batch_v2", "decode_legacy_messages", "encode_records_v2",
            "encode_records_v2_columns"]
 
 cdef extern from "Python.h":
@@ -259,7 +260,7 @@ def validate_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
             if rc != KWR_OK:
                 exc = _record_error(&r, b.p, base_offset)
             elif c.p != c.end:
-                exc = _corrupt(f"{c.end - c.p} bytes left after the batch's records",
+                exc = _corrupt(f"{c.end - c.p} bytes left after the batch's {count} records",
                                c.p - c.base, None, "count")
     finally:
         bytes_close(&b)
@@ -268,6 +269,47 @@ def validate_records_v2(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
             exc = on_error(exc)
         raise exc
     return first_outside if outside else None
+
+
+cdef int64_t INT64_MAX_ = INT64_MAX
+cdef int64_t INT64_MIN_ = INT64_MIN
+cdef extern from "Python.h":
+    const Py_ssize_t PY_SSIZE_T_MAX
+cdef Py_ssize_t PY_SSIZE_T_MAX_ = PY_SSIZE_T_MAX
+
+
+cdef extern from "validate_impl.h" nogil:
+    int kw_v2_batch_ok(const unsigned char *b, size_t size, uint32_t crc, int64_t count,
+                       int64_t base_offset, int64_t last_offset)
+
+
+cdef bint v2_batch_ok(object buf, Py_ssize_t position, int64_t size, uint32_t crc,
+                      int64_t count, int64_t base_offset, int64_t last_offset) except -1:
+    """``check_batch_v2`` for the compiled batch header (cimported by scan.pyx): C arguments."""
+    cdef Bytes b
+    cdef bint ok = False
+    bytes_open(&b, buf)
+    if position >= 0 and size >= 61 and size <= b.n - position:
+        if size > 65536:
+            with nogil:
+                ok = kw_v2_batch_ok(b.p + position, <size_t>size, crc, count, base_offset,
+                                    last_offset)
+        else:
+            ok = kw_v2_batch_ok(b.p + position, <size_t>size, crc, count, base_offset,
+                                last_offset)
+    bytes_close(&b)
+    return ok
+
+
+def check_batch_v2(buf, position, size, crc, count, base_offset, last_offset):
+    """Whether an uncompressed v2 batch passes every check; see ``kafkawire._pure.records``."""
+    # (any int is an answer, as in the pure twin: out of the C ranges is simply False)
+    if not (0 <= position <= PY_SSIZE_T_MAX_ and 61 <= size <= PY_SSIZE_T_MAX_
+            and 0 <= crc <= 0xFFFFFFFF and 0 <= count <= INT64_MAX_
+            and INT64_MIN_ <= base_offset <= last_offset <= INT64_MAX_):
+        with memoryview(buf):   # (a non-buffer raises TypeError, as in the twin)
+            return False
+    return v2_batch_ok(buf, position, size, <uint32_t>crc, count, base_offset, last_offset)
 
 
 cdef inline object _mk_bytes(const unsigned char *p, Py_ssize_t n):
@@ -1047,8 +1089,6 @@ def encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers):
         free(o.data)
 
 
-cdef int64_t INT64_MAX_ = INT64_MAX
-cdef int64_t INT64_MIN_ = INT64_MIN
 
 
 cdef class _Column:

@@ -14,7 +14,7 @@ from kafkawire._fast.wire cimport kw_be_i32, kw_be_u32, kw_be_i64
 from kafkawire._fast.framing cimport V2Header, read_v2_header, frame_length, frame_magic
 from kafkawire._fast.format cimport (LOG_OVERHEAD, V2_MIN_LENGTH, V0_MIN_LENGTH, V1_MIN_LENGTH,
                                     V2_CRC, V2_CRC_START, V2_RECORDS, COMPRESSION_MASK,
-                                    TIMESTAMP_TYPE_MASK, CODEC_ZSTD)
+                                    TIMESTAMP_TYPE_MASK, CONTROL_MASK, CODEC_ZSTD)
 
 import zlib
 import numpy as np
@@ -207,7 +207,7 @@ def scan_batches(buf, Py_ssize_t start=0, Py_ssize_t end=-1, Py_ssize_t max_coun
 
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from kafkawire._fast.records cimport iter_v2_batch
+from kafkawire._fast.records cimport iter_v2_batch, v2_batch_ok
 from cpython.object cimport PyTypeObject
 from kafkawire._fast.cpython_tricks cimport tricks_enabled, kw_gc_new
 
@@ -319,6 +319,17 @@ cdef class BatchHeader:
                         self.first_timestamp, self.max_timestamp,
                         1 if self.attributes & TIMESTAMP_TYPE_MASK else 0,
                         self, compressed, None if self._hooks is None else self._hooks[1])
+
+    def validate(self):
+        """The front end's ``validate()``, answered here, in one pass over the batch (the
+        records kernel's ``v2_batch_ok``), when an uncompressed, non-control batch passes
+        every check; anything else goes to the front end's checks (``_validate_checked``),
+        which raise the exact error."""
+        if (self.attributes & (COMPRESSION_MASK | CONTROL_MASK)) == 0 and v2_batch_ok(
+                self._buf, self._pos, self.size, self.crc, self.record_count,
+                self.base_offset, self.last_offset):
+            return None
+        return self._validate_checked()
 
 
 cdef bint _layout_known():

@@ -56,6 +56,15 @@ Kernels (same names and signatures in both backends):
     batch, as Kafka's ``LogValidator`` checks inner offsets) a record is also
     out of place when its offset is not ``base_offset`` plus its index.
 
+``check_batch_v2(buf, position, size, crc, count, base_offset, last_offset) -> bool``
+    Whether the uncompressed v2 batch ``buf[position:position + size]`` passes
+    every check ``RecordBatch.validate()`` makes of one: its CRC-32C (from the
+    attributes to its end) equals ``crc``, ``count >= 0``, ``last_offset >=
+    base_offset``, and ``validate_records_v2`` accepts its records region with
+    every offset in ``[base_offset, last_offset]``.  False for anything else,
+    with no error: the caller finds the error the checked way.  (The compiled
+    kernel walks the records skipping every field, in one C call with the CRC.)
+
 ``encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers) -> bytes``
     Encode records for a v2 batch's records region (what goes after the
     61-byte header, before compression).  The five arguments are sequences of
@@ -77,9 +86,10 @@ from itertools import chain
 from kafkawire.errors import CorruptRecordError
 from kafkawire._pure.wire import flat
 from kafkawire._pure import framing as W
+from kafkawire._pure.crc import crc32c as _crc32c
 
 __all__ = ["Record", "decode_records_v2", "decode_records_v2_as", "iter_records_v2",
-           "validate_records_v2", "decode_legacy_messages", "encode_records_v2",
+           "validate_records_v2", "check_batch_v2", "decode_legacy_messages", "encode_records_v2",
            "encode_records_v2_columns"]
 
 _TS_NAMES = ("CreateTime", "LogAppendTime")
@@ -279,6 +289,21 @@ def validate_records_v2(buf, start, end, count, base_offset, last_offset, on_err
             err = on_error(err)
         raise err
     return outside
+
+
+def check_batch_v2(buf, position, size, crc, count, base_offset, last_offset):
+    """Whether an uncompressed v2 batch passes every check; see the module docstring."""
+    view, _, n = _region(buf, 0, -1)
+    if position < 0 or size < 61 or size > n - position or count < 0 or last_offset < base_offset:
+        return False
+    if _crc32c(view, position + 21, position + size) != crc:
+        return False
+    try:
+        outside = validate_records_v2(view, position + 61, position + size, count, base_offset,
+                                      last_offset)
+    except CorruptRecordError:
+        return False
+    return outside is None
 
 
 def _count_error(count, start, end, base_offset):

@@ -248,7 +248,16 @@ class RecordBatch(_KernelHeader):
         return True
 
     def validate(self) -> None:
-        """Check the CRC and the structure (codec, records, counts); raise CorruptRecordError."""
+        """Check the CRC and the structure (codec, records, counts); raise CorruptRecordError.
+
+        The compiled backend's ``K.BatchHeader.validate`` answers first: it checks an
+        uncompressed, non-control batch in one kernel pass and comes here only when
+        that pass finds something wrong (or for the other batches).
+        """
+        self._validate_checked()
+
+    def _validate_checked(self) -> None:
+        """``validate()``'s checks one by one, each raising its own error."""
         computed = self.compute_crc()
         if computed != self.crc:
             raise CorruptRecordError(

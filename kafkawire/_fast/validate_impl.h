@@ -1,0 +1,248 @@
+/* The fast verdict of RecordBatch.validate() for an uncompressed v2 batch: its CRC-32C
+ * and every record's structure, with no record objects.
+ *
+ * kw_v2_batch_ok() answers only "every check passes" (1) or "something fails" (0);
+ * on 0 the caller runs the checked walker (framing_impl.h), which finds the exact
+ * error and its position.  So this file decides no error message: it must only
+ * never accept what the checked path refuses, nor refuse what it accepts.
+ *
+ * The CRC is kw_crc32c (crc_impl.c), then the records are walked.  The walk reads
+ * each varint speculatively (a record whose end lies at least KW_FAST_MARGIN bytes
+ * before the region's end may read past its own end, never past the region's),
+ * keeps lengths in their zigzag form, skips keys, values and header values without
+ * looking at them, and checks only what the checked walker checks: lengths within
+ * the record and the region, header counts and lengths, UTF-8 header keys, offset
+ * deltas within the batch's range, the record count, no bytes left over.  The
+ * records near the region's end go to kw_record_read.
+ *
+ * (Interleaving the CRC with the walk, in 768-byte steps or three words per 24 bytes
+ * of records walked, measured no faster than one after the other on x86-64: no
+ * overlap of the crc32 instructions with the walk showed.)
+ */
+#ifndef KAFKAWIRE_VALIDATE_IMPL_H
+#define KAFKAWIRE_VALIDATE_IMPL_H
+#include "framing_impl.h"
+#include "crc_impl.h"
+
+/* A record starting and ending at least this many bytes before the region's end is
+ * walked without per-byte bounds checks: each of its varints starts at most at the
+ * record's end (else the walk fails at once) and reads at most 10 bytes, and a header
+ * key's ASCII test reads 16. */
+#define KW_FAST_MARGIN 16
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KWV_LIKELY(x) __builtin_expect(!!(x), 1)
+#define KWV_BAD(x) __builtin_expect(!!(x), 0)
+#else
+#define KWV_LIKELY(x) (x)
+#define KWV_BAD(x) (x)
+#endif
+
+/* The raw (still zigzag-encoded) 32-bit varint at p (at least 10 readable bytes): its
+ * value and the byte after it; kw_varint32's rules (five bytes at most, the bits past
+ * 32 dropped).  The walk reads lengths in their zigzag form: an even z is the length
+ * z / 2, z == 1 is -1 (null), any other odd z a length below -1.  An overlong varint
+ * reads as 3 (a length of -2, an offset delta of -2), which every check refuses. */
+static inline const unsigned char *kwv_u32(const unsigned char *p, uint32_t *out) {
+    uint32_t b0 = p[0], b1;
+    if (KWV_LIKELY(b0 < 0x80)) {
+        *out = b0;
+        return p + 1;
+    }
+    b1 = p[1];
+    if (KWV_LIKELY(b1 < 0x80)) {
+        *out = (b0 & 0x7f) | (b1 << 7);
+        return p + 2;
+    }
+    {
+        uint64_t r;
+        int err = 0;
+        const unsigned char *q = kw_uvarint64(p, p + 10, 5, &r, &err);
+        if (q == NULL) {
+            *out = 3;
+            return p;
+        }
+        *out = (uint32_t)r;
+        return q;
+    }
+}
+
+/* Skip a varlong at p (at least 10 readable bytes): the byte after it, or NULL when
+ * it is overlong (more than 10 bytes). */
+static inline const unsigned char *kwv_skip64(const unsigned char *p) {
+    if (KWV_LIKELY(p[0] < 0x80)) return p + 1;
+    if (KWV_LIKELY(p[1] < 0x80)) return p + 2;
+    for (int i = 2; i < 10; i++)
+        if (p[i] < 0x80) return p + i + 1;
+    return NULL;
+}
+
+/* Whether the n bytes at p are valid UTF-8, reading 16 bytes at p whatever n is (the
+ * caller knows they are readable): header keys are short and mostly ASCII. */
+static inline int kwv_utf8(const unsigned char *p, int32_t n) {
+    if (KWV_LIKELY(n <= 16)) {
+        uint64_t a, b, ma, mb;
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        /* keep the first n bytes (little-endian order: the low bytes come first) */
+        ma = n >= 8 ? ~0ull : (1ull << (8 * n)) - 1;
+        mb = n >= 16 ? ~0ull : n <= 8 ? 0 : (1ull << (8 * (n - 8))) - 1;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        a = KW_BSWAP64(a);
+        b = KW_BSWAP64(b);
+#endif
+        if (KWV_LIKELY((((a & ma) | (b & mb)) & 0x8080808080808080ull) == 0)) return 1;
+    }
+    return kw_utf8_valid(p, (size_t)n);
+}
+
+/* The walk's state: the next record, the records still expected, and the checks'
+ * parameters. */
+typedef struct {
+    const unsigned char *p;        /* the next record's first byte */
+    const unsigned char *end;      /* the records region's end */
+    const unsigned char *fast_end; /* records ending at or before this are walked fast */
+    const unsigned char *stop;     /* ... when they start before this (their length varint
+                                      and 6 bytes lie before fast_end) */
+    int64_t left;                  /* records still to read */
+    uint64_t max_delta;            /* last_offset - base_offset */
+    int64_t base_offset, last_offset;
+} kwv_walk;
+
+/* Read the record at w->p the checked way (kw_record_read): 1 and past it when it
+ * passes.  For the records near the region's end. */
+static int kwv_checked_one(kwv_walk *w) {
+    kw_cursor c;
+    kw_record r;
+    c.base = w->p;
+    c.p = w->p;
+    c.end = w->end;
+    if (kw_record_read(&c, &r, KW_WALK_UTF8 | KW_WALK_RANGE, w->base_offset,
+                       w->last_offset) != KWR_OK)
+        return 0;
+    w->p = c.p;
+    w->left--;
+    return 1;
+}
+
+/* q is past a field that must end within the record (at or before rend). */
+#define KWV_PAST(q, rend) ((q) > (rend))
+
+/* Skip a field whose zigzag length is z at q (z == 1: null); fail when the length is
+ * below -1 or the field runs past rend. */
+#define KWV_SKIP_FIELD(q, z, rend) do { \
+        if (KWV_LIKELY(((z) & 1) == 0)) { \
+            if (KWV_BAD((z) >> 1 > (uint64_t)((rend) - (q)))) return 0; \
+            (q) += (z) >> 1; \
+        } else if (KWV_BAD((z) != 1)) { \
+            return 0; \
+        } \
+    } while (0)
+
+/* Walk the records still expected: 1 when all of them pass, 0 at the first that does
+ * not (the caller then checks that nothing follows them). */
+static inline int kwv_walk_records(kwv_walk *w) {
+    const unsigned char *p = w->p;
+    const unsigned char *const fast_end = w->fast_end;
+    const unsigned char *const stop = w->stop;
+    /* an offset delta d in [0, max_delta] has the zigzag form 2d; rotated right by one
+     * bit it is d, and any odd (negative) form is 2**31 or more */
+    const uint32_t max_d = w->max_delta >= 0x7FFFFFFFu ? 0x7FFFFFFFu : (uint32_t)w->max_delta;
+    int64_t left = w->left;
+    while (left > 0 && p < stop) {
+        uint32_t zlen, zoff, zk, zv, znh;
+        const unsigned char *q, *rend;
+        q = kwv_u32(p, &zlen);
+        /* a length of at least 6 (z even, z >= 12) and the record ends at or before
+         * fast_end (q + 6 <= fast_end here), else: the checked reader or a failure */
+        if (KWV_BAD((zlen & 1) || (uint64_t)zlen - 12 > (uint64_t)(2 * (fast_end - q) - 12))) {
+            if ((zlen & 1) || zlen < 12 || (int64_t)(zlen >> 1) > w->end - q) return 0;
+            break;   /* it ends in the margin */
+        }
+        rend = q + (zlen >> 1);
+        q = kwv_skip64(q + 1);                       /* attributes, timestampDelta */
+        if (KWV_BAD(q == NULL || q > rend)) return 0;
+        q = kwv_u32(q, &zoff);
+        if (KWV_BAD(KWV_PAST(q, rend) || ((zoff >> 1) | (zoff << 31)) > max_d)) return 0;
+        q = kwv_u32(q, &zk);
+        if (KWV_BAD(KWV_PAST(q, rend))) return 0;
+        KWV_SKIP_FIELD(q, zk, rend);
+        q = kwv_u32(q, &zv);
+        if (KWV_BAD(KWV_PAST(q, rend))) return 0;
+        KWV_SKIP_FIELD(q, zv, rend);
+        q = kwv_u32(q, &znh);
+        if (KWV_BAD(KWV_PAST(q, rend))) return 0;
+        if (znh != 0) {
+            /* a header count: not negative (z even), and each header takes two bytes
+             * at least, so the count bounds the loop by the record's bytes */
+            if (KWV_BAD((znh & 1) || (znh >> 1) > (uint64_t)(rend - q))) return 0;
+            for (uint32_t h = znh >> 1; h > 0; h--) {
+                uint32_t zhk, zhv;
+                q = kwv_u32(q, &zhk);
+                if (KWV_BAD(KWV_PAST(q, rend) || (zhk & 1) || (zhk >> 1) > (uint64_t)(rend - q)))
+                    return 0;
+                if (KWV_BAD(!kwv_utf8(q, (int32_t)(zhk >> 1)))) return 0;
+                q += zhk >> 1;
+                q = kwv_u32(q, &zhv);
+                if (KWV_BAD(KWV_PAST(q, rend))) return 0;
+                KWV_SKIP_FIELD(q, zhv, rend);
+            }
+        }
+        if (KWV_BAD(q != rend)) return 0;
+        p = rend;
+        left--;
+    }
+    w->p = p;
+    w->left = left;
+    /* records in the margin (a record ending there is followed only by such records):
+     * the checked reader */
+    while (w->left > 0 && w->p < w->end)
+        if (!kwv_checked_one(w)) return 0;
+    return 1;
+}
+#undef KWV_PAST
+#undef KWV_SKIP_FIELD
+
+/* Start a walk of the records region [start, end) holding `count` records with
+ * offsets in [base_offset, last_offset]: 0 when the header already rules it out. */
+static inline int kwv_walk_init(kwv_walk *w, const unsigned char *start,
+                                const unsigned char *end, int64_t count,
+                                int64_t base_offset, int64_t last_offset) {
+    if (count < 0 || last_offset < base_offset) return 0;
+    if (count > (end - start) / 7) return 0;       /* a record takes at least 7 bytes */
+    w->p = start;
+    w->end = end;
+    w->fast_end = end - start > KW_FAST_MARGIN + 11 ? end - KW_FAST_MARGIN : start;
+    w->stop = w->fast_end > start ? w->fast_end - 11 : start;
+    w->left = count;
+    w->max_delta = (uint64_t)last_offset - (uint64_t)base_offset;
+    w->base_offset = base_offset;
+    w->last_offset = last_offset;
+    return 1;
+}
+
+/* Every record read and nothing after them. */
+static inline int kwv_walk_done(const kwv_walk *w) {
+    return w->left == 0 && w->p == w->end;
+}
+
+/* The records region [start, end) alone (no CRC): 1 when it passes every check. */
+static inline int kw_v2_records_ok(const unsigned char *start, const unsigned char *end,
+                                   int64_t count, int64_t base_offset, int64_t last_offset) {
+    kwv_walk w;
+    if (!kwv_walk_init(&w, start, end, count, base_offset, last_offset)) return 0;
+    return kwv_walk_records(&w) && kwv_walk_done(&w);
+}
+
+/* 1 when the uncompressed v2 batch at b (size bytes, at least 61) passes the CRC
+ * check against `crc` and the records check (see kw_v2_records_ok). */
+static inline int kw_v2_batch_ok(const unsigned char *b, size_t size, uint32_t crc,
+                                 int64_t count, int64_t base_offset, int64_t last_offset) {
+    if (size < 61) return 0;
+    if (kw_crc32c(0, b + 21, size - 21) != crc) return 0;
+    return kw_v2_records_ok(b + 61, b + size, count, base_offset, last_offset);
+}
+
+#undef KWV_LIKELY
+#undef KWV_BAD
+#endif
