@@ -12,7 +12,9 @@ W8 W1 with 3 headers.  Files are generated once with kafkawire's builder and cac
 Times are the best CPU time of the measuring thread over several runs, in samples of
 at least 50 ms, and over ``--rounds`` processes per peer (the machines are shared).  Measures, per peer and workload: header-only batch iteration, full decode into record
 objects touching every field (offset, timestamp, key, value, headers), and CRC
-validation.  Peers, each in its own subprocess so backends cannot leak:
+validation; for kafkawire also ``RecordBatch.validate()`` (the CRC and every record's
+structure), alternating with the CRC pass in one process over the same bytes: the
+ratio of the two in each process, and their median over the ``--rounds`` processes.  Peers, each in its own subprocess so backends cannot leak:
 kafkawire fast; kafkawire pure (``KAFKAWIRE_BACKEND=pure``); aiokafka's Cython codecs
 (asserted in use); aiokafka pure (``AIOKAFKA_NO_EXTENSIONS=1``); kafka-python; Kafka's
 Java reader (``FileRecords`` after JIT warm-up, javac'd against kafka-clients 3.9.1);
@@ -329,7 +331,7 @@ def worker_main(peer: str, path: str, limit: int, crc_limit: int, repeat: int) -
         # the CRC pass and validate() alternate in this process, over the same bytes
         both = _alternate({"crc": crc_fn, "validate": validate_fn}, repeat, 1.0)
         res["crc"], res["validate"] = both["crc"][0], both["validate"][0]
-        res["validate_vs_crc"] = res["crc"] / res["validate"]
+        res["validate_vs_crc"] = [res["crc"] / res["validate"]]
     elif crc_fn is not None:
         res["crc"], _ = _best(crc_fn, repeat, 1.0)
     if stage is not None and len(data) > 22 and data[22] & 7:
@@ -427,8 +429,8 @@ def main() -> None:
                 for key in ("decode", "header", "crc", "stage", "validate"):
                     if key in prev and key in res:
                         res[key] = min(prev[key], res[key])
-                if "validate_vs_crc" in prev and "validate_vs_crc" in res:
-                    res["validate_vs_crc"] = max(prev["validate_vs_crc"], res["validate_vs_crc"])
+                # every process's same-run ratio (the table reports their median)
+                res["validate_vs_crc"] = prev.get("validate_vs_crc", []) + res.get("validate_vs_crc", [])
             results[n][peer] = res
             results[n][peer]["share"] = limit / len(data)
             results[n][peer]["crc_share"] = crc_limit / len(data)
@@ -476,6 +478,13 @@ def write_results(results, names, peers, args) -> None:
                 out.add(f"{n} {WORKLOADS[n][4]}", "median over processes",
                         f"{metric}, kafkawire fast ÷ aiokafka Cython in one process",
                         _median(vals), "ratio")
+    for n in names:
+        vals = (results[n].get("fast") or {}).get("validate_vs_crc")
+        if vals:
+            out.add(f"{n} {WORKLOADS[n][4]}", "median over processes",
+                    "RecordBatch.validate() ÷ CRC validation, kafkawire fast in one process",
+                    _median(vals), "ratio",
+                    note=", ".join(f"{v:.2f}" for v in vals))
     out.set_ratios(LABELS["aiokafka"], metrics=("full decode", "header-only iteration",
                                                 "CRC validation"))
     out.write(args.results)
@@ -537,8 +546,8 @@ def print_tables(results, names, peers, java_note, quick):
                     cells.append("error" if err else "–")
                     continue
                 cell = f"{rate[0] / 1e6:.2f}M/s {rate[1]:,.0f}MB/s"
-                if kind == "validate" and "validate_vs_crc" in r:
-                    cell += f" ({r['validate_vs_crc']:.0%} of CRC)"
+                if kind == "validate" and r.get("validate_vs_crc"):
+                    cell += f" ({_median(r['validate_vs_crc']):.0%} of CRC)"
                 elif p != "fast" and fast:
                     cell += f" (×{fast[0] / rate[0]:.2f})"
                 share = r.get("crc_share" if kind in ("crc", "validate") else "share", 1.0)
@@ -615,7 +624,9 @@ def print_tables(results, names, peers, java_note, quick):
         checks.append(("W1 CRC validation ≥ 10 GB/s (value in GB/s)", r and r[1] / 1000, 10.0))
     for n in names:
         v = (results[n].get("fast") or {}).get("validate_vs_crc")
-        checks.append((f"{n} validate() ≥ ½ the CRC pass's speed (fast, one process)", v, 0.5))
+        v = _median(v) if v else None
+        checks.append((f"{n} validate() ≥ ½ the CRC pass's speed (fast, one process, median "
+                       "over processes)", v, 0.5))
     for n in names:
         checks.append((f"{n} header-only fast ≥ aiokafka Cython (one process, median)",
                        paired(n, "header"), 1.0))
