@@ -294,7 +294,9 @@ def validate_records_v2(buf, start, end, count, base_offset, last_offset, on_err
 def check_batch_v2(buf, position, size, crc, count, base_offset, last_offset):
     """Whether an uncompressed v2 batch passes every check; see the module docstring."""
     view, _, n = _region(buf, 0, -1)
-    if position < 0 or size < 61 or size > n - position or count < 0 or last_offset < base_offset:
+    # numbers outside a batch header's ranges are no batch (False), as in the compiled twin
+    if not (0 <= position and 61 <= size <= n - position and 0 <= crc <= 0xFFFFFFFF
+            and 0 <= count < 1 << 63 and -(1 << 63) <= base_offset <= last_offset < 1 << 63):
         return False
     if _crc32c(view, position + 21, position + size) != crc:
         return False
