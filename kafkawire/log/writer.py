@@ -345,7 +345,7 @@ class LogWriter:
         os.makedirs(self.path, exist_ok=True)
         self.recovery: Optional[RecoverReport] = None
         self._recovery_point = recovery_point
-        self.next_offset = start_offset
+        self.next_offset: int = start_offset
         self._lock = FolderLock(self.path, "LogWriter")
         try:
             self._resume()
@@ -539,35 +539,35 @@ class LogWriter:
         with FolderLock(src, "LogWriter.append_segments"):
             plan = []
             offset = self.next_offset
-            for seg in F.list_partition(src).segments:
-                if seg.txnindex or not (seg.index and seg.timeindex):
-                    raise LogError(f"{seg.log}: append_segments moves segments with both indexes "
-                                   "and no transactions only")
-                rows = self._scan_segment(seg.log)
+            for files in F.list_partition(src).segments:
+                if files.log is None or files.txnindex or not (files.index and files.timeindex):
+                    raise LogError(f"{files.log or files.base_offset}: append_segments moves "
+                                   "segments with a log, both indexes and no transactions only")
+                rows = self._scan_segment(files.log)
                 if not len(rows):
                     continue
                 first = int(rows[0, C.BASE_OFFSET])
-                if first != seg.base_offset or (rows[1:, C.BASE_OFFSET]
-                                                != rows[:-1, C.LAST_OFFSET] + 1).any():
-                    raise LogError(f"{seg.log}: offsets are not consecutive from the segment's "
+                if first != files.base_offset or (rows[1:, C.BASE_OFFSET]
+                                                  != rows[:-1, C.LAST_OFFSET] + 1).any():
+                    raise LogError(f"{files.log}: offsets are not consecutive from the segment's "
                                    "base; append its batches instead")
-                plan.append((seg, rows, offset - first))
+                plan.append((files, files.log, files.index, files.timeindex, rows, offset - first))
                 offset += int(rows[-1, C.LAST_OFFSET]) - first + 1
             if not plan:
                 raise ValueError(f"append_segments: {src} holds no batches")
-            seg = self._seg
-            if seg.size:
-                seg.close()
+            active = self._seg
+            if active.size:
+                active.close()
                 self._synced()
             else:                                   # the empty active segment makes way
-                for fd in (seg.log_fd, seg.index_fd, seg.time_fd):
+                for fd in (active.log_fd, active.index_fd, active.time_fd):
                     os.close(fd)
-                for p in (seg.log_path, seg.index_path, seg.time_path):
+                for p in (active.log_path, active.index_path, active.time_path):
                     os.remove(p)
             first_offset = self.next_offset
             try:
-                for seg_files, rows, delta in plan:
-                    fd = os.open(seg_files.log, os.O_RDWR | getattr(os, "O_BINARY", 0))
+                for seg_files, log_path, index_path, time_path, rows, delta in plan:
+                    fd = os.open(log_path, os.O_RDWR | getattr(os, "O_BINARY", 0))
                     try:
                         for pos, base in rows[:, [C.POSITION, C.BASE_OFFSET]].tolist():
                             _pwrite(fd, (base + delta).to_bytes(8, "big", signed=True), pos)
@@ -575,9 +575,9 @@ class LogWriter:
                     finally:
                         os.close(fd)
                     new_base = seg_files.base_offset + delta
-                    for path, suffix in ((seg_files.log, F.LOG_SUFFIX),
-                                         (seg_files.index, F.INDEX_SUFFIX),
-                                         (seg_files.timeindex, F.TIME_INDEX_SUFFIX)):
+                    for path, suffix in ((log_path, F.LOG_SUFFIX),
+                                         (index_path, F.INDEX_SUFFIX),
+                                         (time_path, F.TIME_INDEX_SUFFIX)):
                         os.replace(path, os.path.join(self.path, F.segment_file_name(new_base, suffix)))
                     self.next_offset = int(rows[-1, C.LAST_OFFSET]) + delta + 1
             finally:

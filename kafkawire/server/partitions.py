@@ -50,7 +50,7 @@ from kafkawire.log.checkpoints import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POI
                                        write_atomic, write_offset_checkpoint)
 from kafkawire.log.log import Log
 from kafkawire.log.txnindex import AbortedTxn
-from kafkawire.log.writer import LogWriter
+from kafkawire.log.writer import Bytes, LogWriter
 from kafkawire.records import control_batch
 from kafkawire.records.iterate import Batch
 from kafkawire.server.codes import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_TOPIC_EXCEPTION,
@@ -226,7 +226,7 @@ class Partition:
 
     # -- appending ----------------------------------------------------------
     @_locked
-    def append(self, data: bytes, *, assign_offsets: bool = True) -> Tuple[int, int]:
+    def append(self, data: Bytes, *, assign_offsets: bool = True) -> Tuple[int, int]:
         """Append validated batches (one produce request's records for this partition);
         ``(first_offset, last_offset)``.  Raises CorruptRecordError/LogError as LogWriter."""
         if self.writer is None:

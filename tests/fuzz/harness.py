@@ -105,5 +105,5 @@ def run_atheris(name: str, seconds: int, tmp_path) -> None:
     proc = subprocess.run(
         [sys.executable, target, f"-max_total_time={seconds}", "-rss_limit_mb=2048",
          "-timeout=10", f"-artifact_prefix={tmp_path}{os.sep}", str(corpus)],
-        capture_output=True, text=True, env=env, timeout=seconds + 120)
+        capture_output=True, text=True, env=env, timeout=seconds + 600)
     assert proc.returncode == 0, proc.stderr[-4000:]
