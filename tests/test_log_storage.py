@@ -8,6 +8,7 @@ this process on 127.0.0.1.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import logging
 import os
@@ -255,3 +256,207 @@ def test_spark_reads_s3_like_local(spark, s3, logdirs):
     df = (spark.read.format("kafkawire").option("storage_options", so).option("subscribe", "orders")
           .load(s3["url"].replace("s3://", "s3a://")))
     assert df.count() == len(expected_rows(logdirs, topics=["orders"]))
+
+
+# -- streaming ranged reads ------------------------------------------------------------
+
+def _s3_storage(s3, **kw):
+    """An S3 storage for the server with its own settings (block size, read-ahead)."""
+    return S.ObjectStorage("s3", S.storage_options("s3", s3["options"]), **kw)
+
+
+def _no_whole_reads(monkeypatch):
+    def refuse(self, path, size=None):
+        raise AssertionError(f"{path} read whole")
+    monkeypatch.setattr(S.ObjectStorage, "map", refuse)
+
+
+@pytest.mark.parametrize("block, ahead", [(700, False), (4096, True), (1 << 20, True)])
+def test_records_stream_through_small_blocks_equal_local(s3, logdirs, monkeypatch, block, ahead):
+    # blocks smaller than many batches (each such batch gets a block of its own), blocks cutting
+    # batches (the cut batch starts the next block), and blocks holding whole segments
+    _no_whole_reads(monkeypatch)
+    st = _s3_storage(s3, block_size=block, read_ahead=ahead)
+    with LogDir.open(s3["url"], storage=st) as remote, LogDir.open(logdirs) as local:
+        for key in local.logs:
+            r, lo = remote.logs[key], local.logs[key]
+            assert _records(r) == _records(lo), key
+            mid = (lo.start_offset + lo.next_offset) // 2
+            assert r.locate(mid)[1] == lo.locate(mid)[1]
+            recs = list(lo.records())
+            if recs:
+                ts = recs[len(recs) // 2].timestamp
+                assert r.offset_for_timestamp(ts) == lo.offset_for_timestamp(ts), key
+            assert r.verify(deep=True).ok == lo.verify(deep=True).ok, key
+
+
+def _big_segment(root, total, rnd_seed=7):
+    """One partition folder with a single segment of about ``total`` bytes of batches of
+    varied sizes (a few larger than the read blocks of the test)."""
+    import random
+    from kafkawire import LogWriter
+    from kafkawire.records import BatchBuilder
+    rnd = random.Random(rnd_seed)
+    folder = os.path.join(root, "big-0")
+    written = 0
+    with LogWriter(folder, segment_bytes=1 << 30) as w:
+        i = 0
+        while written < total:
+            b = BatchBuilder(2, "none", base_offset=0)
+            n = 1 if i % 97 == 5 else rnd.randint(1, 40)
+            size = 300_000 if n == 1 else rnd.randint(10, 400)
+            for j in range(n):
+                b.append(rnd.randbytes(size), key=b"k%d" % j, timestamp=1_700_000_000_000 + i)
+            raw = b.build()
+            w.append_batch(raw)
+            written += len(raw)
+            i += 1
+    return folder
+
+
+def test_a_segment_larger_than_the_window_streams_in_bounded_memory(s3, tmp_path, monkeypatch):
+    folder = _big_segment(str(tmp_path), 8 << 20)
+    for n in os.listdir(folder):
+        s3["client"].upload_file(os.path.join(folder, n), BUCKET, f"big/big-0/{n}")
+    _no_whole_reads(monkeypatch)
+    block, biggest = 256 << 10, 310_000
+    st = _s3_storage(s3, block_size=block)
+    assert st.read_ahead
+    requests, held, blocks = [], [], []
+    fill, stream = S.ObjectStorage._fill, S.ObjectStorage.stream
+
+    def counting(self, f, path, position, view):
+        requests.append((position, len(view)))
+        return fill(self, f, path, position, view)
+
+    def watched(self, path, start, end, block_size=None, buffers=None, **kw):
+        bufs = [] if buffers is None else buffers
+        for view in stream(self, path, start, end, block_size, bufs, **kw):
+            blocks.append(len(view))
+            held.append(sum(len(b) for b in bufs))
+            yield view
+    monkeypatch.setattr(S.ObjectStorage, "_fill", counting)
+    monkeypatch.setattr(S.ObjectStorage, "stream", watched)
+    with Log.open(folder) as lo:
+        seg_size = lo.segments[0].size
+        want = [(r.offset, r.value) for r in lo.records()]
+    assert seg_size > 30 * block
+    with Log.open(f"s3://{BUCKET}/big/big-0", storage=st) as r:
+        del requests[:], held[:], blocks[:]    # opening the log read index entries and its tail
+        count = 0
+        for rec, (offset, value) in zip(r.records(), want):
+            assert (rec.offset, rec.value) == (offset, value)
+            count += 1
+    assert count == len(want)
+    # finding the first batch reads a little; then one sequential pass in reads of at most a
+    # block, or of a batch larger than a block, never fetching a batch cut by a block's end again
+    first = max(k for k, (p, _) in enumerate(requests) if p == 0)
+    assert sum(n for _, n in requests[:first]) <= 2 * biggest
+    reads = requests[first:]
+    assert max(n for _, n in reads) <= biggest
+    assert [p for p, _ in reads] == list(itertools.accumulate([0] + [n for _, n in reads[:-1]]))
+    assert sum(n for _, n in reads) == seg_size
+    assert len(reads) < 2 * seg_size / block
+    # what is held: two read buffers (the block decoded, the next one read ahead), each a block
+    # or the largest batch; each block handed on holds whole batches and is at most that large
+    assert max(held) <= 2 * biggest < seg_size / 10
+    assert max(blocks) <= biggest and len(blocks) > 30
+
+
+def test_a_segment_removed_or_cut_while_streaming_names_the_object(s3, logdirs):
+    st = _s3_storage(s3, block_size=2048)
+    part = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
+    log = Log.open(f"{s3['url']}/{part}", storage=st)
+    seg = log.segments[0]
+    key = seg.path.split(f"{BUCKET}/", 1)[1]
+    body = s3["client"].get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    try:
+        s3["client"].put_object(Bucket=BUCKET, Key=key, Body=body[: len(body) // 2])
+        with pytest.raises(ObjectTruncatedError, match=key):
+            list(log.records())
+        s3["client"].delete_object(Bucket=BUCKET, Key=key)
+        with pytest.raises(ObjectNotFoundError, match=key):
+            list(log.records())
+    finally:
+        s3["client"].put_object(Bucket=BUCKET, Key=key, Body=body)
+        log.close()
+
+
+def _batches_file(tmp_path, sizes):
+    """A file of v2 batches with one record of each value size: ``(path, batch ends)``."""
+    from kafkawire.records import BatchBuilder
+    out, ends = bytearray(), []
+    for i, n in enumerate(sizes):
+        b = BatchBuilder(2, "none", base_offset=i)
+        b.append(bytes([i % 251]) * n, timestamp=i)
+        out += b.build()
+        ends.append(len(out))
+    f = tmp_path / "00000000000000000000.log"
+    f.write_bytes(bytes(out))
+    return str(f), ends, bytes(out)
+
+
+@pytest.mark.parametrize("ahead", [False, True])
+def test_stream_blocks_end_at_batch_boundaries(tmp_path, ahead):
+    import random
+    rnd = random.Random(3)
+    sizes = [rnd.choice([10, 200, 900, 3000]) for _ in range(60)]
+    path, ends, data = _batches_file(tmp_path, sizes)
+    st = S.ObjectStorage("file", block_size=1000, read_ahead=ahead)
+    for start_k, end_k in ((0, len(ends) - 1), (5, 40), (17, 18)):
+        start = ends[start_k - 1] if start_k else 0
+        end = ends[end_k]
+        bufs = []
+        pos = start
+        for view in st.stream(f"file://{path}", start, end, buffers=bufs):
+            assert bytes(view) == data[pos:pos + len(view)]
+            pos += len(view)
+            assert pos in ends                              # whole batches only
+            assert len(view) <= max(1000, max(b - a for a, b in zip([0] + ends, ends)))
+        assert pos == end
+        assert len(bufs) == 2 and all(len(b) <= 3100 for b in bufs)
+    # bytes that are not batches still come back whole, in order
+    junk = tmp_path / "junk.log"
+    raw = bytes(rnd.getrandbits(8) for _ in range(5000))
+    junk.write_bytes(raw)
+    got = b"".join(bytes(v) for v in st.stream(f"file://{junk}", 100, 5000))
+    assert got == raw[100:]
+    # and so do byte ranges read without regard to batches
+    views = [bytes(v) for v in st.stream(f"file://{path}", 0, end, batches=False)]
+    assert b"".join(views) == data[:end] and {len(v) for v in views[:-1]} == {1000}
+
+
+class _FlakyFile:
+    """A file object whose reads fail ``fails`` times in all before working."""
+
+    def __init__(self, path, counter, fails):
+        self.f = open(path, "rb")
+        self.counter, self.fails = counter, fails
+
+    def seek(self, pos):
+        self.f.seek(pos)
+
+    def readinto(self, view):
+        self.counter[0] += 1
+        if self.counter[0] <= self.fails:
+            raise TimeoutError("read timed out")
+        return self.f.readinto(view)
+
+    def close(self):
+        self.f.close()
+
+
+def test_streamed_reads_are_retried_on_transient_errors(tmp_path, caplog):
+    path, ends, data = _batches_file(tmp_path, [500] * 20)
+    counter = [0]
+
+    class FS:
+        def _strip_protocol(self, p):
+            return p[len("file://"):]
+
+        def open(self, key, mode, **kw):
+            return _FlakyFile(key, counter, 3)
+    st = S.ObjectStorage("file", fs=FS(), block_size=2000, backoff=0.001)
+    with caplog.at_level(logging.WARNING, "kafkawire.log.storage"):
+        got = b"".join(bytes(v) for v in st.stream(f"file://{path}", 0, len(data)))
+    assert got == data and "retrying" in caplog.text

@@ -11,7 +11,9 @@ here, for ``Log`` and the Spark planner alike.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple, Union, cast
+from typing import TYPE_CHECKING, Generator, Iterator, List, Optional, Sequence, Tuple, Union, cast
+
+import numpy as np
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -27,7 +29,6 @@ from kafkawire.records.iterate import Batch
 if TYPE_CHECKING:
     import mmap
 
-    import numpy as np
     from numpy.typing import NDArray
 
     #: Header rows from the scan kernel, one per batch (columns: ``kafkawire._scan_common``).
@@ -35,6 +36,12 @@ if TYPE_CHECKING:
 
 #: Batches read per header-scan call during lookups.
 _LOOKUP_CHUNK = 8
+#: Bytes per ranged read of a lookup's scan on object storage (a few batches, not a block).
+_LOOKUP_BLOCK = 64 << 10
+
+
+def _no_rows() -> "HeaderRows":
+    return np.zeros((0, C.NFIELDS), dtype=np.int64)
 
 
 class Segment:
@@ -233,20 +240,42 @@ class Segment:
              check_crc: bool = False) -> Tuple[HeaderRows, int, int]:
         """``K.scan_batches`` over this segment: ``(headers, stop_position, status)``.
 
-        On a ranged storage (object stores) with the file not yet read, only
-        ``[start, end)`` is fetched: planning's scans from the last index entry
-        never download a whole segment.
+        On a ranged storage (object stores) with the file not read whole, only
+        ``[start, end)`` is fetched, block by block (see :meth:`ObjectStorage.stream`),
+        and only as far as ``max_count`` batches need: planning's scans from the
+        last index entry never download a whole segment, and a scan of a whole
+        segment holds one block at a time.
         """
         end = self.size if end < 0 or end > self.size else end
         if self._buf is None and self.storage.ranged and end > start:
-            data = cast(ObjectStorage, self.storage).read_exact(self.path, start, end - start)
-            rows, stop, status = K.scan_batches(data, 0, len(data), max_count, check_crc)
-            if len(rows):
-                rows[:, C.POSITION] += start
-            return rows, start + stop, status
+            return self._scan_ranged(start, end, max_count, check_crc)
         scanned: Tuple[HeaderRows, int, int] = K.scan_batches(self.buffer, start, end, max_count,
                                                               check_crc)
         return scanned
+
+    def _scan_ranged(self, start: int, end: int, max_count: int,
+                     check_crc: bool) -> Tuple[HeaderRows, int, int]:
+        st = cast(ObjectStorage, self.storage)
+        few = 0 < max_count <= _LOOKUP_CHUNK
+        blocks = st.stream(self.path, start, end, _LOOKUP_BLOCK if few else None,
+                           read_ahead=False if few else None)
+        parts = []
+        pos, status, left = start, C.OK, max_count
+        try:
+            for view in blocks:
+                rows, stop, status = K.scan_batches(view, 0, len(view), left, check_crc)
+                if len(rows):
+                    rows[:, C.POSITION] += pos
+                    parts.append(rows)
+                    left -= len(rows)
+                pos += stop
+                if status != C.OK or stop < len(view) or left == 0 or (few and parts):
+                    break       # a lookup takes what one block holds and asks again
+        finally:
+            blocks.close()
+        if len(parts) == 1:
+            return parts[0], pos, status
+        return (np.concatenate(parts) if parts else _no_rows()), pos, status
 
     def headers(self, start: int = 0, end: int = -1) -> HeaderRows:
         """Header rows (see :mod:`kafkawire._scan_common`) of the readable batches."""
@@ -254,9 +283,18 @@ class Segment:
 
     def batches(self, start_position: int = 0, end_position: Optional[int] = None, *,
                 verify_crc: bool = False) -> Iterator[Batch]:
-        """Batch objects from ``start_position``; a trailing partial batch ends iteration."""
-        buf = self.buffer
+        """Batch objects from ``start_position``; a trailing partial batch ends iteration.
+
+        A mapped (local) file is read in place; on a ranged storage (object
+        stores), unless the file was read whole, ``[start_position, end)`` is
+        streamed in sequential ranged reads, so memory stays within a few
+        blocks whatever the segment's size.
+        """
         end = self.size if end_position is None else min(end_position, self.size)
+        if self._buf is None and self.storage.ranged:
+            yield from self._streamed_batches(start_position, end, verify_crc)
+            return
+        buf = self.buffer
         self.readers += 1
         try:
             yield from iter_batches(buf, start=start_position, end=end, verify_crc=verify_crc)
@@ -271,10 +309,52 @@ class Segment:
         finally:
             self.readers -= 1
 
+    def _streamed_batches(self, start: int, end: int, verify_crc: bool,
+                          block_size: Optional[int] = None) -> Generator[Batch, None, None]:
+        """The batches of ``[start, end)`` from a ranged storage, a block of whole batches at a
+        time.  Each block is copied out of the storage's reused read buffer, so batches and
+        records a caller keeps stay valid (a block is freed once nothing of it is kept)."""
+        st = cast(ObjectStorage, self.storage)
+        blocks = st.stream(self.path, start, end, block_size,
+                           read_ahead=False if block_size else None)
+        pos = start
+        self.readers += 1
+        try:
+            for view in blocks:
+                data = bytes(view)
+                it = iter_batches(data, verify_crc=verify_crc, base_position=pos)
+                try:
+                    yield from it
+                except CorruptRecordError as exc:
+                    if (exc.reason == "length" and exc.position is not None
+                            and K.buffer_is_zero(data, exc.position - pos, len(data))
+                            and all(K.buffer_is_zero(v, 0, len(v)) for v in blocks)):
+                        return      # a zero-filled tail, as above
+                    raise exc.at(path=self.path) from None
+                pos += len(data)
+                if it.stop_position != pos:
+                    return          # a batch running past the end ends iteration, as above
+        finally:
+            blocks.close()
+            self.readers -= 1
+
     def batch_at(self, position: int) -> Batch:
         """The batch object starting at ``position``."""
-        for batch in self.batches(position):
-            return batch
+        if self._buf is None and self.storage.ranged:
+            # that batch alone, its length read from its header
+            head = self.storage.read_range(self.path, position, C.LOG_OVERHEAD)
+            size = (C.LOG_OVERHEAD + int.from_bytes(head[8:12], "big", signed=True)
+                    if len(head) == C.LOG_OVERHEAD else 0)
+            end = min(position + size, self.size) if size > C.LOG_OVERHEAD else self.size
+            gen = self._streamed_batches(position, end, False, max(size, _LOOKUP_BLOCK))
+            try:
+                for batch in gen:
+                    return batch
+            finally:
+                gen.close()
+        else:
+            for batch in self.batches(position):
+                return batch
         raise CorruptRecordError("no complete batch here", position=position, reason="truncated",
                                  path=self.path)
 
@@ -297,10 +377,9 @@ class Segment:
 
     def _scan_for_offset(self, pos: int, offset: int,
                          entry_offset: Optional[int]) -> Union[None, str, Tuple[int, List[int]]]:
-        buf = self._buf if self._buf is not None else self.buffer
         first = True
         while pos < self.size:
-            rows, stop, status = K.scan_batches(buf, pos, self.size, _LOOKUP_CHUNK, False)
+            rows, stop, status = self.scan(pos, self.size, _LOOKUP_CHUNK)
             if first and entry_offset is not None:
                 # The entry's batch must start at or before the entry's offset.  A compressed
                 # v0/v1 wrapper is skipped: its header carries its *last* inner offset, and
@@ -376,9 +455,8 @@ class Segment:
         >= ``timestamp`` (Kafka's ``LogSegment.findOffsetByTimestamp``), or None."""
         _, ts_offset = self.time_index.lookup(timestamp)
         pos = self.offset_index.lookup(max(ts_offset, starting_offset))[1]
-        buf = self.buffer
         while pos < self.size:
-            rows, stop, status = K.scan_batches(buf, pos, self.size, _LOOKUP_CHUNK, False)
+            rows, stop, status = self.scan(pos, self.size, _LOOKUP_CHUNK)
             for row in rows.tolist():
                 if row[C.MAX_TIMESTAMP] >= timestamp and row[C.LAST_OFFSET] >= starting_offset:
                     found = self._search_batch(row, timestamp, starting_offset)
@@ -394,10 +472,14 @@ class Segment:
         attrs = row[C.ATTRIBUTES]
         if row[C.MAGIC] == 2 and not attrs & C.COMPRESSION_MASK:
             # Uncompressed v2: walk record lengths and deltas only, in the kernel.
-            pos = row[C.POSITION]
+            pos, buf = row[C.POSITION], self._buf
+            if buf is None and self.storage.ranged:   # that batch alone, not the segment
+                buf, pos = self.storage.read_range(self.path, pos, row[C.SIZE]), 0
+            elif buf is None:
+                buf = self.buffer
             log_append = bool(attrs & C.TIMESTAMP_TYPE_MASK)
             status, off, ts = K.records_find_timestamp(
-                self.buffer, pos + C.V2_RECORDS_START, pos + row[C.SIZE], row[C.RECORD_COUNT],
+                buf, pos + C.V2_RECORDS_START, pos + row[C.SIZE], row[C.RECORD_COUNT],
                 row[C.BASE_OFFSET], row[C.FIRST_TIMESTAMP],
                 -(1 << 63) if log_append else timestamp, starting_offset)
             if status == 0:

@@ -24,9 +24,11 @@ import stat
 import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Dict, Generator, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
+from kafkawire import _kernels as K
+from kafkawire import _scan_common as C
 from kafkawire.errors import LogError, ObjectNotFoundError, ObjectTruncatedError, StorageError
 
 log = logging.getLogger("kafkawire.log.storage")
@@ -468,48 +470,86 @@ class ObjectStorage:
         return view
 
     def stream(self, path: str, start: int, end: int, block_size: Optional[int] = None,
-               buffers: Optional[List[bytearray]] = None) -> Iterator[memoryview]:
-        """Bytes ``[start, end)`` in blocks of ``block_size``, in order; with ``read_ahead`` the
-        next block is read on a thread while the caller works on the current one.
+               buffers: Optional[List[bytearray]] = None, *, batches: bool = True,
+               read_ahead: Optional[bool] = None) -> Generator[memoryview, None, None]:
+        """Bytes ``[start, end)`` in order, in blocks of about ``block_size``; with ``read_ahead``
+        the next block is read on a thread while the caller works on the current one.
+
+        With ``batches`` (for ``.log`` ranges, which start at a batch) each block
+        ends at a batch boundary wherever the bytes allow: a batch cut by a
+        block's end starts the next block (its bytes already fetched are moved
+        there, not fetched again), and a batch larger than a block gets a block
+        of its own, so a caller decodes every block whole, without stitching.
+        Whatever the bytes, the blocks put together are exactly the range.
 
         Blocks are read into reused buffers (``buffers``, a list the caller may
-        keep and pass again across calls; they grow to the block size as
-        needed): one in turn, or two taking turns with read-ahead.  A yielded
-        block is valid until the caller asks for the next one.
+        keep and pass again across calls): one, or two taking turns with
+        read-ahead; they hold a block, or the largest batch read.  A yielded
+        block is valid until the caller asks for the next one.  ``read_ahead``
+        overrides the storage's setting (False for lookups reading a few batches).
         """
-        block = block_size or self.block_size
-        spans = [(p, min(block, end - p)) for p in range(start, end, block)]
-        if not spans:
+        block = max(block_size or self.block_size, C.LOG_OVERHEAD)
+        if end <= start:
             return
         bufs = buffers if buffers is not None else []
-        need = spans[0][1]
-        ahead = self.read_ahead and len(spans) > 1
         while len(bufs) < 2:
             bufs.append(bytearray(0))
-        for i in range(2 if ahead else 1):
-            if len(bufs[i]) < need:
-                bufs[i] = bytearray(need)
         f = self._open(path)
         try:
-            if not ahead:
-                view = memoryview(bufs[0])
-                for pos, n in spans:
-                    yield self._fill(f, path, pos, view[:n])
+            ahead = self.read_ahead if read_ahead is None else read_ahead
+            if not (ahead and end - start > block):
+                # in line: a batch cut by a block's end is read again with the next block
+                # (a copy from the page cache, cheaper than moving it in a shared buffer)
+                pos = start
+                while pos < end:
+                    view, pos, _tail = self._block(f, path, bufs, 0, pos, end, block, None, batches)
+                    yield view
                 return
-
-            def fill(k: int) -> memoryview:
-                pos, n = spans[k]
-                return self._fill(f, path, pos, memoryview(bufs[k % 2])[:n])
-
             with ThreadPoolExecutor(1, thread_name_prefix="kafkawire-readahead") as pool:
-                nxt = pool.submit(fill, 0)
-                for k in range(1, len(spans)):
-                    data = nxt.result()
-                    nxt = pool.submit(fill, k)
-                    yield data
-                yield nxt.result()
+                nxt: Optional[Future[Tuple[memoryview, int, Optional[memoryview]]]] = pool.submit(
+                    self._block, f, path, bufs, 0, start, end, block, None, batches)
+                k = 0
+                while nxt is not None:
+                    view, pos, tail = nxt.result()
+                    k += 1
+                    nxt = (pool.submit(self._block, f, path, bufs, k % 2, pos, end, block, tail, batches)
+                           if pos < end else None)
+                    yield view
         finally:
             f.close()
+
+    def _block(self, f: Any, path: str, bufs: List[bytearray], i: int, pos: int, end: int,
+               block: int, tail: Optional[memoryview],
+               batches: bool) -> Tuple[memoryview, int, Optional[memoryview]]:
+        """Read the block starting at file position ``pos`` into ``bufs[i]``, after ``tail`` (the
+        bytes from ``pos`` on that the previous block already holds): ``(block, end of block,
+        bytes read past its end)``."""
+        t = len(tail) if tail is not None else 0
+        want = min(max(block, t), end - pos)
+        buf = bufs[i]
+        if len(buf) < want:
+            buf = bufs[i] = bytearray(want)     # new, not resized: a caller may hold a view
+        mv = memoryview(buf)
+        if tail is not None and t:
+            mv[:t] = tail
+        if want > t:
+            self._fill(f, path, pos + t, mv[t:want])
+        cut = want
+        if batches:
+            _rows, stop, status = K.scan_batches(mv, 0, want, -1, False)
+            if stop > 0:
+                cut = stop
+            elif status == C.PARTIAL and want >= C.LOG_OVERHEAD:
+                # the first batch is larger than a block: give it a block of its own when the
+                # range holds it (a length past the range is left for the decoder to report)
+                size = C.LOG_OVERHEAD + int.from_bytes(mv[8:12], "big", signed=True)
+                if want < size <= end - pos:
+                    big = bufs[i] = bytearray(size)
+                    mv, old = memoryview(big), mv
+                    mv[:want] = old[:want]
+                    self._fill(f, path, pos + want, mv[want:size])
+                    cut = want = size
+        return mv[:cut], pos + cut, (mv[cut:want] if cut < want else None)
 
     def map(self, path: str, size: Optional[int] = None) -> "RemoteFile":
         """The first ``size`` bytes (all by default) read into memory, for whole-buffer readers."""
