@@ -20,7 +20,7 @@ import pytest
 from spark_fixtures import (expected_rows, logdirs, read_in_process, rows_of_spark,  # noqa: F401
                             rows_of_table, spark)
 
-from kafkawire.errors import ObjectNotFoundError, ObjectTruncatedError, StorageError
+from kafkawire.errors import CorruptRecordError, ObjectNotFoundError, ObjectTruncatedError, StorageError
 from kafkawire.log import Log, LogDir
 from kafkawire.log import storage as S
 
@@ -460,3 +460,41 @@ def test_streamed_reads_are_retried_on_transient_errors(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, "kafkawire.log.storage"):
         got = b"".join(bytes(v) for v in st.stream(f"file://{path}", 0, len(data)))
     assert got == data and "retrying" in caplog.text
+
+
+@pytest.mark.parametrize("tail", [b"\0" * 5000, b"\0" * 12 + b"\x7f" * 40, None])
+def test_damaged_segments_on_s3_read_and_verify_like_local_without_reading_whole(
+        s3, logdirs, tmp_path, monkeypatch, tail):
+    import shutil
+    part = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
+    folder = tmp_path / part
+    shutil.copytree(os.path.join(logdirs, part), folder)
+    seg = sorted(n for n in os.listdir(folder) if n.endswith(".log"))[-1]
+    data = (folder / seg).read_bytes()
+    if tail is None:       # a CRC flipped in the middle of the segment
+        with Log.open(str(folder)) as lo:
+            pos = int(lo.segments[-1].headers()[len(lo.segments[-1].headers()) // 2, 0])
+        data = data[:pos + 17] + bytes([data[pos + 17] ^ 0xFF]) + data[pos + 18:]
+    else:
+        data += tail
+    (folder / seg).write_bytes(data)
+    prefix = f"damaged-{len(tail or b'')}/{part}"
+    for n in os.listdir(folder):
+        s3["client"].upload_file(str(folder / n), BUCKET, f"{prefix}/{n}")
+    _no_whole_reads(monkeypatch)
+    url = f"s3://{BUCKET}/{prefix}"
+
+    def problems(log, root):
+        rep = log.verify(deep=True)
+        return [(p.segment.replace(root, "R"), p.position, p.offset, p.kind, p.message)
+                for p in rep.problems], rep.batches
+    with Log.open(url, storage=_s3_storage(s3, block_size=1500)) as r, Log.open(str(folder)) as lo:
+        assert problems(r, url) == problems(lo, str(folder))
+        assert problems(lo, str(folder))[0]
+
+        def read(log, root):
+            try:
+                return _records(log)
+            except CorruptRecordError as exc:
+                return str(exc).replace(root, "R")
+        assert read(r, url) == read(lo, str(folder))

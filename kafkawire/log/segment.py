@@ -150,6 +150,30 @@ class Segment:
             self._buf = buf
         return buf
 
+    def read_at(self, position: int, length: int) -> bytes:
+        """Up to ``length`` bytes of the ``.log`` at ``position`` (one ranged read on object
+        storage unless the file was read whole)."""
+        end = min(position + length, self.size)
+        if end <= position:
+            return b""
+        if self._buf is None and self.storage.ranged:
+            return self.storage.read_range(self.path, position, end - position)
+        return bytes(self.buffer[position:end])
+
+    def is_zero(self, start: int, end: int) -> bool:
+        """Whether the ``.log``'s bytes ``[start, end)`` are all zeros (a preallocated or
+        crash-cut tail); streamed from object storage, never read whole."""
+        end = min(end, self.size)
+        if end <= start:
+            return True
+        if self._buf is not None or not self.storage.ranged:
+            return bool(K.buffer_is_zero(self.buffer, start, end))
+        blocks = cast(ObjectStorage, self.storage).stream(self.path, start, end, batches=False)
+        try:
+            return all(K.buffer_is_zero(v, 0, len(v)) for v in blocks)
+        finally:
+            blocks.close()
+
     # -- indexes ------------------------------------------------------------
     @property
     def disk_offset_index(self) -> OffsetIndex:

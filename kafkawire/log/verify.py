@@ -184,12 +184,13 @@ def verify_segment(seg: Segment, report: VerifyReport, *, check_indexes: bool = 
         kind, text = STATUS_TEXT.get(status, ("corrupt", "unreadable batch"))
         offset = _offset_at(seg, stop)
         if status in (C.CORRUPT_LENGTH, C.PARTIAL):
-            zero, tail = describe_tail(seg.buffer, stop, seg.size, prev_last)
+            zero, tail = describe_tail(None, stop, seg.size, prev_last,
+                                       zero=seg.is_zero(stop, seg.size))
             if zero:
                 offset, text = None, tail   # zeros hold no offset: the text says where the log ends
         report.add(path, stop, offset, kind, text)
         if status == C.CRC_MISMATCH:
-            nxt = stop + 12 + int.from_bytes(seg.buffer[stop + 8:stop + 12], "big")
+            nxt = stop + 12 + int.from_bytes(seg.read_at(stop + 8, 4), "big")
             if nxt <= stop or nxt > seg.size:
                 break
             pos = nxt
@@ -216,13 +217,18 @@ def _check_txn_index(seg: Segment, report: VerifyReport) -> None:
         report.add(path, None, None, "txnindex", msg)
 
 
-def describe_tail(buf: Any, position: int, end: int, last_offset: Optional[int]) -> Tuple[bool, str]:
+def describe_tail(buf: Any, position: int, end: int, last_offset: Optional[int], *,
+                  zero: Optional[bool] = None) -> Tuple[bool, str]:
     """``(zero_filled, text)`` for the invalid bytes ``buf[position:end]`` at the end of a
-    segment whose last readable batch ends at ``last_offset`` (-1 or None: no batch)."""
+    segment whose last readable batch ends at ``last_offset`` (-1 or None: no batch);
+    ``zero``, when known (a segment on object storage checks its tail as it streams it),
+    stands for the check of ``buf``, which may then be None."""
     n = end - position
     after = (f"after offset {last_offset}" if last_offset is not None and last_offset >= 0
              else "before any batch")
-    if n > 0 and K.buffer_is_zero(buf, position, end):
+    if zero is None:
+        zero = n > 0 and bool(K.buffer_is_zero(buf, position, end))
+    if n > 0 and zero:
         return True, (f"zero-filled tail: {n} bytes of zeros {after} (space preallocated, or "
                       "data lost in a crash before it reached the disk; recover cuts it)")
     return False, (f"{n} invalid bytes at the end of the segment {after}: an incomplete "
@@ -231,7 +237,7 @@ def describe_tail(buf: Any, position: int, end: int, last_offset: Optional[int])
 
 def _offset_at(seg: Segment, pos: int) -> Optional[int]:
     if pos + 8 <= seg.size:
-        return int.from_bytes(seg.buffer[pos:pos + 8], "big", signed=True)
+        return int.from_bytes(seg.read_at(pos, 8), "big", signed=True)
     return None
 
 
