@@ -6,9 +6,9 @@ process, without Spark's own overhead):
 
   * ``local``: a plain path, so tasks memory-map the ``.log`` files;
   * ``file://``: a URL, so the files go through ``ObjectStorage`` over fsspec's local
-    filesystem: ranged reads into a reused buffer, batches cut by a block's end carried
-    over, blocks decoded where they lie into one column builder per slice: the code an
-    ``s3://`` read runs, minus the network.  ``file://`` reads 2 MiB blocks in line (a
+    filesystem: ranged reads into a reused buffer, each block ending at a batch boundary
+    (a batch cut by a block's end starts the next block), blocks decoded where they lie
+    into one column builder per slice: the code an ``s3://`` read runs, minus the network.  ``file://`` reads 2 MiB blocks in line (a
     block stays in the CPU cache until it is decoded); remote stores read 16 MiB blocks,
     the next one on a thread while the current one decodes (``--remote-policy`` runs the
     ``file://`` read that way, to show what the thread costs where there is no latency to hide).
@@ -23,7 +23,7 @@ place.  With compressed batches, decompression dwarfs that copy; with uncompress
 batches, decoding itself is about a memcpy (~5 GB/s), so the copy is a large part of
 it and the overhead is larger.
 
-    python benchmarks/bench_object_storage.py [--quick] [--repeat N] [--codec none|lz4|...]
+    python benchmarks/bench_object_storage.py [--quick] [--repeat N] [--codec none,lz4,...]
                                               [--remote-policy] [--backend fast|pure]
 
 The folders are built once and cached under /tmp/kafkawire-bench-objstore/.

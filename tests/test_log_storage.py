@@ -498,3 +498,21 @@ def test_damaged_segments_on_s3_read_and_verify_like_local_without_reading_whole
             except CorruptRecordError as exc:
                 return str(exc).replace(root, "R")
         assert read(r, url) == read(lo, str(folder))
+
+
+def test_column_chunks_stream_from_s3_like_local(s3, logdirs, monkeypatch):
+    import numpy as np
+    _no_whole_reads(monkeypatch)
+    st = _s3_storage(s3, block_size=3000, read_ahead=True)
+    with LogDir.open(s3["url"], storage=st) as remote, LogDir.open(logdirs) as local:
+        for key in local.logs:
+            r, lo = remote.logs[key], local.logs[key]
+            mid = (lo.start_offset + lo.next_offset) // 2
+            for kw in ({}, {"start_offset": mid, "end_offset": mid + 7}):
+                got = [c for c in r.column_chunks(include_headers=True, **kw)]
+                want = [c for c in lo.column_chunks(include_headers=True, **kw)]
+                for col in ("offset", "timestamp"):
+                    a = np.concatenate([getattr(c, col) for c in got]) if got else []
+                    b = np.concatenate([getattr(c, col) for c in want]) if want else []
+                    assert list(a) == list(b), (key, col, kw)
+                assert ([v for c in got for v in c.values()] == [v for c in want for v in c.values()])

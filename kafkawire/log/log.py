@@ -21,7 +21,7 @@ from kafkawire.log.recover import RecoverReport, recover_log
 from kafkawire.log.segment import Segment
 from kafkawire.log.storage import Storage, absolute, storage_for
 from kafkawire.log.verify import VerifyReport, verify_log
-from kafkawire.records.columnar import ColumnChunk, iter_column_chunks
+from kafkawire.records.columnar import ColumnChunk
 from kafkawire.records.iterate import Batch
 
 if TYPE_CHECKING:
@@ -333,11 +333,10 @@ class Log:
                 return
             seg.readers += 1
             try:
-                yield from iter_column_chunks(seg.buffer, start=pos if k == first else 0,
-                                              end=seg.size, start_offset=s,
-                                              end_offset=None if e == _INF else int(e),
-                                              include_headers=include_headers,
-                                              max_records=max_records)
+                yield from seg.column_chunks(pos if k == first else 0, start_offset=s,
+                                             end_offset=None if e == _INF else int(e),
+                                             include_headers=include_headers,
+                                             max_records=max_records)
             finally:
                 seg.readers -= 1
 

@@ -11,7 +11,7 @@ here, for ``Log`` and the Spark planner alike.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Generator, Iterator, List, Optional, Sequence, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Generator, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from kafkawire.log.index import (OffsetIndex, TimeIndex, build_indexes,
 from kafkawire.log.storage import MappedFile, ObjectStorage, RemoteFile, Storage, absolute, storage_for
 from kafkawire.log.txnindex import AbortedTxn, read_txn_index
 from kafkawire.records import iter_batches
+from kafkawire.records.columnar import ColumnChunk, iter_column_chunks
 from kafkawire.records.iterate import Batch
 
 if TYPE_CHECKING:
@@ -361,6 +362,25 @@ class Segment:
         finally:
             blocks.close()
             self.readers -= 1
+
+    def column_chunks(self, start_position: int = 0, **options: Any) -> Iterator[ColumnChunk]:
+        """:func:`~kafkawire.records.columnar.iter_column_chunks` over the segment from
+        ``start_position`` (``options``: its keyword arguments): in place from a mapped file,
+        block by block from object storage (a chunk then never spans two blocks)."""
+        if self._buf is not None or not self.storage.ranged:
+            yield from iter_column_chunks(self.buffer, start=start_position, end=self.size, **options)
+            return
+        blocks = cast(ObjectStorage, self.storage).stream(self.path, start_position, self.size)
+        pos = start_position
+        try:
+            for view in blocks:     # chunks are copies: the read buffer can be reused
+                it = iter_column_chunks(view, base_position=pos, **options)
+                yield from it
+                pos += len(view)
+                if it.stop_position != pos:
+                    return          # the end offset was reached, or a partial batch ends the log
+        finally:
+            blocks.close()
 
     def batch_at(self, position: int) -> Batch:
         """The batch object starting at ``position``."""
