@@ -25,3 +25,26 @@ def verify_clean(log_dir: str) -> None:
     p = subprocess.run([sys.executable, "-m", "kafkawire.cli", "verify", "--no-progress", log_dir],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int) -> dict:
+    """Every record of ``topic`` as a confluent-kafka consumer reads it from offset 0 to each
+    partition's end: ``{(partition, offset): (key, value)}``."""
+    import confluent_kafka as ck
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "check-" + topic,
+                     "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([ck.TopicPartition(topic, i, 0) for i in range(partitions)])
+    out, eof, empty = {}, set(), 0
+    try:
+        while len(eof) < partitions and empty < WAIT / 0.2:
+            m = c.poll(0.2)
+            if m is None:
+                empty += 1
+            elif m.error():
+                if m.error().code() == ck.KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+            else:
+                out[(m.partition(), m.offset())] = (m.key(), m.value())
+    finally:
+        c.close()
+    return out

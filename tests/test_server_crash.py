@@ -19,7 +19,7 @@ import time
 import pytest
 
 from kafkawire import Log
-from broker_support import WAIT, verify_clean
+from broker_support import WAIT, consume_all, verify_clean
 
 pytestmark = [pytest.mark.one_backend]
 ck = pytest.importorskip("confluent_kafka")
@@ -139,20 +139,7 @@ def test_kill_9_and_restart_keeps_everything_acknowledged(tmp_path, request, jav
         broker = ServeProcess(d, err)          # recovers the folders before it listens
         _check_acked(d, acked)
     # Consumed through the restarted broker: the same records.
-    c = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "check",
-                     "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([ck.TopicPartition(TOPIC, i, 0) for i in range(PARTITIONS)])
-    seen, eof, empty = {}, set(), 0
-    while len(eof) < PARTITIONS and empty < WAIT / 0.2:
-        m = c.poll(0.2)
-        if m is None:
-            empty += 1
-        elif m.error():
-            if m.error().code() == ck.KafkaError._PARTITION_EOF:
-                eof.add(m.partition())
-        else:
-            seen[(m.partition(), m.offset())] = m.value()
-    c.close()
+    seen = {k: v for k, (_key, v) in consume_all(broker.bootstrap, TOPIC, PARTITIONS).items()}
     assert seen == _in_folders(d)
     assert all(seen.get(k) == v for k, v in acked.items())
     broker.stop()

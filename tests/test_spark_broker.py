@@ -12,7 +12,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 ck = pytest.importorskip("confluent_kafka")
 
-from broker_support import WAIT  # noqa: E402
+from broker_support import WAIT, consume_all  # noqa: E402
 from spark_fixtures import spark  # noqa: E402,F401  (the session fixture)
 from kafkawire.testing import running_broker  # noqa: E402
 
@@ -33,23 +33,7 @@ def _produce(bs: str, first: int, count: int) -> None:
 
 def _consume(bs: str) -> dict:
     """Every record of the topic, as a consumer gets it: {(partition, offset): (key, value)}."""
-    c = ck.Consumer({"bootstrap.servers": bs, "group.id": "spark-check",
-                     "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([ck.TopicPartition(TOPIC, i, 0) for i in range(PARTITIONS)])
-    out, eof, empty = {}, set(), 0
-    try:
-        while len(eof) < PARTITIONS and empty < WAIT / 0.2:
-            m = c.poll(0.2)
-            if m is None:
-                empty += 1
-            elif m.error():
-                if m.error().code() == ck.KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-            else:
-                out[(m.partition(), m.offset())] = (m.key(), m.value())
-    finally:
-        c.close()
-    return out
+    return consume_all(bs, TOPIC, PARTITIONS)
 
 
 def _spark_rows(spark, log_dir: str) -> dict:   # noqa: F811

@@ -230,6 +230,7 @@ class GroupPlan:
     batches_emptied: int = 0
     tombstones_removed: int = 0
     markers_removed: int = 0
+    removed: bool = False           # nothing was left: the segments go, no empty one stays
 
     def to_dict(self) -> Dict[str, Any]:
         return dict(segments=self.segments, bytes_before=self.bytes_before,
@@ -254,12 +255,18 @@ class CompactionPlan:
     applied: bool = False
     map_full: bool = False          # (dry run) the offset map filled: more passes will follow
     recovered: List[str] = field(default_factory=list)
+    #: A dirty segment's first record is older than ``max.compaction.lag.ms``: clean it
+    #: whatever the dirty ratio (Kafka's "must clean").
+    must_clean: bool = False
+    #: Segments the cleaning removed because nothing of them was left (none is left empty).
+    segments_removed: int = 0
 
     @property
     def cleanable(self) -> bool:
-        """Whether the log has a dirty section and its dirty ratio is above the minimum."""
+        """Whether the log has a dirty section and its dirty ratio is above the minimum (or a
+        dirty segment waited longer than ``max_compaction_lag_ms``)."""
         return (self.first_uncleanable_offset > self.first_dirty_offset
-                and self.dirty_ratio > self.min_cleanable_dirty_ratio)
+                and (self.dirty_ratio > self.min_cleanable_dirty_ratio or self.must_clean))
 
     @property
     def bytes_removed(self) -> int:
@@ -275,6 +282,7 @@ class CompactionPlan:
                     first_uncleanable_offset=self.first_uncleanable_offset,
                     dirty_ratio=round(self.dirty_ratio, 4), end_offset=self.end_offset,
                     passes=self.passes, records_removed=self.records_removed,
+                    must_clean=self.must_clean, segments_removed=self.segments_removed,
                     bytes_removed=self.bytes_removed, map_full=self.map_full,
                     recovered=list(self.recovered), groups=[g.to_dict() for g in self.groups])
 
@@ -407,6 +415,7 @@ class Cleaner:
                  delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS,
                  min_cleanable_dirty_ratio: float = DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
                  min_compaction_lag_ms: int = 0,
+                 max_compaction_lag_ms: Optional[int] = None,
                  segment_bytes: int = DEFAULT_SEGMENT_BYTES,
                  max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
@@ -427,6 +436,9 @@ class Cleaner:
         self.delete_retention_ms = delete_retention_ms
         self.min_cleanable_dirty_ratio = min_cleanable_dirty_ratio
         self.min_compaction_lag_ms = min_compaction_lag_ms
+        #: A dirty segment whose first record is older than this is cleaned whatever the
+        #: dirty ratio (Kafka's ``max.compaction.lag.ms``; None: no such limit).
+        self.max_compaction_lag_ms = max_compaction_lag_ms
         self.segment_bytes = segment_bytes
         self.max_index_bytes = max_index_bytes
         self.index_interval_bytes = index_interval_bytes
@@ -441,6 +453,12 @@ class Cleaner:
         self.swap_guard = swap_guard
 
     # -- public -------------------------------------------------------------
+    def survey(self, path: PathLike, *, now_ms: Optional[int] = None) -> CompactionPlan:
+        """The dirty section and ratio only (no round planned): cheap, for choosing which
+        log to clean first (Kafka's cleaner takes the dirtiest)."""
+        with Log.open(path) as lg:
+            return self._survey(lg, _now(now_ms), None)
+
     def plan(self, path: PathLike, *, now_ms: Optional[int] = None,
              first_dirty_offset: Optional[int] = None) -> CompactionPlan:
         """What one round of cleaning would remove (nothing is changed)."""
@@ -476,6 +494,7 @@ class Cleaner:
                         break
                     self._round(lg, rnd, now, apply=True)
                 plan.groups.extend(rnd.groups)
+                plan.segments_removed += rnd.segments_removed
                 plan.passes += 1
                 plan.end_offset = rnd.end_offset
                 self._checkpoint(folder, rnd.end_offset)
@@ -519,8 +538,23 @@ class Cleaner:
                           if s.base_offset < boundary and _next_base(segs, s) > first_dirty)
         total = clean_bytes + dirty_bytes
         ratio = dirty_bytes / total if total else 0.0
+        must = False
+        if self.max_compaction_lag_ms is not None and self.max_compaction_lag_ms >= 0:
+            # Kafka's LogCleanerManager: the earliest timestamp of the dirty segments
+            # (each one's first batch) against now - max.compaction.lag.ms.
+            for seg in segs:
+                if seg.base_offset >= boundary:
+                    break
+                if _next_base(segs, seg) <= first_dirty:
+                    continue
+                rows = seg.headers(0, -1)[:1]
+                first_ts = int(rows[0, C.MAX_TIMESTAMP]) if len(rows) else -1
+                if 0 <= first_ts <= now - self.max_compaction_lag_ms:
+                    must = True
+                    break
         return CompactionPlan(lg.path, first_dirty, max(boundary, first_dirty), ratio,
-                              self.min_cleanable_dirty_ratio, end_offset=first_dirty)
+                              self.min_cleanable_dirty_ratio, end_offset=first_dirty,
+                              must_clean=must)
 
     def _checkpointed(self, lg: Log) -> Optional[int]:
         cp = os.path.join(os.path.dirname(lg.path), CLEANER_CHECKPOINT)
@@ -551,8 +585,11 @@ class Cleaner:
         active, _ = producer_state(segs, now, self.producer_id_expiration_ms)
         txn = _TxnState()
         for group in self._groups(clean, upper):
-            plan.groups.append(self._clean_group(lg, group, omap, now, txn, active,
-                                                 legacy_horizon, upper, apply))
+            gp = self._clean_group(lg, group, omap, now, txn, active, legacy_horizon, upper,
+                                   apply, first=group[0] is segs[0])
+            plan.groups.append(gp)
+            if gp.removed:
+                plan.segments_removed += len(group)
 
     def _build_map(self, segs: Sequence[Segment], start: int, end: int, omap: OffsetMap) -> bool:
         """Kafka's ``buildOffsetMap``: True when the map filled before ``end``."""
@@ -599,8 +636,12 @@ class Cleaner:
 
     def _clean_group(self, lg: Log, group: List[Segment], omap: OffsetMap, now: int,
                      txn: _TxnState, active: Dict[int, LastRecord], legacy_horizon: float,
-                     upper: int, apply: bool) -> GroupPlan:
-        """Kafka's ``cleanSegments`` + ``cleanInto`` (with ``MemoryRecords.filterTo``)."""
+                     upper: int, apply: bool, first: bool = False) -> GroupPlan:
+        """Kafka's ``cleanSegments`` + ``cleanInto`` (with ``MemoryRecords.filterTo``).
+
+        A group nothing is left of is removed rather than replaced by an empty segment
+        (except the log's first segment, which holds its start offset); its offsets become
+        a gap, as compacted logs have."""
         gp = GroupPlan([s.base_offset for s in group], sum(s.size for s in group), 0)
         sink = _Sink(lg.path if apply else None, group[0].base_offset, self.index_interval_bytes)
         txn.cleaned_index = sink.aborted
@@ -612,8 +653,11 @@ class Cleaner:
                 for batch in seg.batches():
                     self._filter_batch(batch, omap, now, txn, active, retain_legacy, upper, sink, gp)
             gp.bytes_after, gp.records_after = sink.size, sink.records
+            gp.removed = sink.size == 0 and not first
             if apply:
-                new_files = sink.finish(os.stat(group[-1].path).st_mtime)
+                if gp.removed:
+                    sink.discard()
+                new_files = [] if gp.removed else sink.finish(os.stat(group[-1].path).st_mtime)
                 old = [[p for p in (s.files.log, s.files.index, s.files.timeindex, s.files.txnindex)
                         if p] for s in group]
                 with self.swap_guard() if self.swap_guard is not None else contextlib.nullcontext():

@@ -135,7 +135,8 @@ class LogLifecycle:
             if not os.path.exists(cp):   # so the cleaner remembers how far it cleaned
                 write_offset_checkpoint(cp, {})
         cleaned = 0
-        for part in self.manager.partitions() if parts is None else parts:
+        for part in self.cleaning_order(self.manager.partitions() if parts is None else parts,
+                                        now_ms):
             if self._stopping.is_set():
                 break
             try:
@@ -147,6 +148,25 @@ class LogLifecycle:
                     log.error("cleaning %s failed: %s", part.path, exc)
         return cleaned
 
+    def cleaning_order(self, parts: Sequence["Partition"],
+                       now_ms: Optional[int] = None) -> List["Partition"]:
+        """The compacted partitions worth cleaning now, as Kafka's cleaner takes them: those
+        past ``max.compaction.lag.ms`` first, then the dirtiest (highest dirty ratio) first."""
+        ranked = []
+        for part in parts:
+            if part.writer is None or part.closed or "compact" not in self._policy(part):
+                continue
+            try:
+                survey = self.cleaner(part).survey(part.path, now_ms=now_ms)
+            except (LogError, OSError) as exc:
+                if not part.closed:
+                    log.error("surveying %s for cleaning failed: %s", part.path, exc)
+                continue
+            if survey.cleanable:
+                ranked.append((survey.must_clean, survey.dirty_ratio, part))
+        ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
+        return [r[2] for r in ranked]
+
     def cleaner(self, part: "Partition") -> Cleaner:
         """A :class:`~kafkawire.log.compact.Cleaner` with ``part``'s topic configs, whose
         segment swaps run under the partition's lock."""
@@ -156,11 +176,16 @@ class LogLifecycle:
             min_cleanable_dirty_ratio=min(max(float(part.config("min.cleanable.dirty.ratio")
                                                     or 0.5), 0.0), 1.0),
             min_compaction_lag_ms=max(self._num(part, "min.compaction.lag.ms"), 0),
+            max_compaction_lag_ms=self._max_lag(part),
             segment_bytes=max(self._num(part, "segment.bytes"), 64),
             max_index_bytes=max(self._num(part, "segment.index.bytes"), 12),
             index_interval_bytes=self._num(part, "index.interval.bytes"),
             dedupe_buffer_size=self._broker_int("log.cleaner.dedupe.buffer.size"),
             swap_guard=lambda: self._changing(part))
+
+    def _max_lag(self, part: "Partition") -> Optional[int]:
+        lag = self._num(part, "max.compaction.lag.ms")
+        return None if lag <= 0 or lag >= (1 << 63) - 1 else lag
 
     def clean(self, part: "Partition", now_ms: Optional[int] = None) -> int:
         """One cleaning of one partition (1 when something was rewritten)."""

@@ -193,6 +193,7 @@ class Partition:
             return int(self.config(name) or 0)
         fm, fms = num("flush.messages"), num("flush.ms")
         return dict(segment_bytes=max(num("segment.bytes"), 64), segment_ms=num("segment.ms"),
+                    segment_jitter_ms=max(num("segment.jitter.ms"), 0),
                     index_interval_bytes=num("index.interval.bytes"),
                     max_index_bytes=max(num("segment.index.bytes"), 12),
                     flush_messages=None if fm >= _LONG_MAX else max(fm, 1),
