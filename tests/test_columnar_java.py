@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kafkawire.records.columnar import decode_columns, iter_column_chunks
-from test_columnar import records_of, rows_of
+from columnar_support import records_of, rows_of
 
 pytestmark = pytest.mark.java
 

@@ -11,8 +11,7 @@ from kafkawire import protocol as P
 from kafkawire.client.bulk import _column
 from kafkawire.client.producer import Producer
 from kafkawire.client.sender import ProduceFrame, request_overhead
-from test_client_fake import FakeCluster
-from test_producer_fake import IdempotentLog
+from fake_brokers import FakeCluster, IdempotentLog
 
 pa = pytest.importorskip("pyarrow")
 np = pytest.importorskip("numpy")
