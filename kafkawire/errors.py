@@ -130,6 +130,13 @@ class ProtocolError(KafkaWireError):
     """A malformed, truncated or oversized protocol frame."""
 
 
+class AuthenticationError(KafkaWireError):
+    """A broker refused the client's credentials (SASL), or proved it does not know them.
+
+    The clients raise :class:`kafkawire.client.AuthenticationError`, a subclass.
+    """
+
+
 class PureBackendWarning(RuntimeWarning):
     """kafkawire fell back to its pure-Python kernels because the compiled ones did not load.
 

@@ -14,14 +14,16 @@ import hmac
 import ipaddress
 import os
 import ssl
+import threading
 
 import pytest
 
+import kafkawire.errors
 from kafkawire import protocol as P
-from kafkawire.client import Client, KafkaConnectionError
+from kafkawire.client import Client, Consumer, KafkaConnectionError, Producer, TopicPartition
 from kafkawire.client.config import ConfigError, resolve
 from kafkawire.client.security import AuthenticationError, ScramClient, oauth_message
-from fake_brokers import FakeCluster
+from fake_brokers import FakeCluster, IdempotentLog
 
 pytestmark = pytest.mark.one_backend
 
@@ -187,6 +189,72 @@ def test_sasl_unsupported_mechanism_names_what_the_broker_offers(fake):
                 sasl_plain_username="a", sasl_plain_password="b") as c:
         with pytest.raises(AuthenticationError, match="offers: SCRAM-SHA-512"):
             c.metadata()
+
+
+_WRONG = dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+              sasl_plain_username="alice", sasl_plain_password="wrong")
+
+
+def test_producer_with_a_wrong_password_raises_authentication_error(fake):
+    # max_block_ms is long: waiting it out (BufferFullError) would fail the test, slowly
+    server = SaslServer(fake, "PLAIN", users={"alice": "right"})
+    IdempotentLog(fake)
+    with Producer(fake.bootstrap, max_block_ms=120_000, retry_backoff_ms=10,
+                  retry_backoff_max_ms=50, **_WRONG) as p:
+        with pytest.raises(kafkawire.errors.AuthenticationError, match="Invalid username"):
+            p.send("t", b"v")
+        with pytest.raises(AuthenticationError):
+            p.send_batch("t", [b"a", b"b"])
+        with pytest.raises(AuthenticationError):
+            p.partitions_for("t")
+        with pytest.raises(AuthenticationError):
+            p.flush(60)
+        # the producer tries again: once the broker accepts the credentials, sends go through
+        server.users["alice"] = "wrong"
+        for _ in range(2000):
+            try:
+                f = p.send("t", b"after", partition=0)
+                break
+            except AuthenticationError:
+                threading.Event().wait(0.01)
+        assert f.result(30).offset == 0
+        assert p.flush(30) == 0
+
+
+def test_producer_refused_after_a_reconnect_fails_queued_records(fake):
+    server = SaslServer(fake, "PLAIN", users={"alice": "right"})
+    broker = IdempotentLog(fake)
+    delivered = []
+    with Producer(fake.bootstrap, max_block_ms=120_000, linger_ms=0, retry_backoff_ms=10,
+                  reconnect_backoff_ms=10, security_protocol="SASL_PLAINTEXT",
+                  sasl_mechanism="PLAIN", sasl_plain_username="alice",
+                  sasl_plain_password="right") as p:
+        assert p.send("t", b"first", partition=0).result(30).offset == 0
+        server.users["alice"] = "changed"  # the password is rotated; connections drop
+        broker.fault = lambda node, req, n: "close"
+        futures = [p.send("t", b"x%d" % i, partition=0,
+                          on_delivery=lambda err, md: delivered.append(err)) for i in range(5)]
+        with pytest.raises(AuthenticationError):
+            p.flush(60)
+        for f in futures:
+            with pytest.raises(AuthenticationError):
+                f.result(30)
+    assert len(delivered) == 5
+    assert all(isinstance(e, kafkawire.errors.AuthenticationError) for e in delivered)
+    assert broker.values() == [b"first"]
+
+
+@pytest.mark.parametrize("how", ["poll", "poll_arrow", "group"])
+def test_consumer_with_a_wrong_password_raises_authentication_error(fake, how):
+    SaslServer(fake, "PLAIN", users={"alice": "right"})
+    group = {"group_id": "g"} if how == "group" else {}
+    with Consumer(fake.bootstrap, **group, **_WRONG) as c:
+        if how == "group":
+            c.subscribe(["t"])
+        else:
+            c.assign([TopicPartition("t", 0)])
+        with pytest.raises(kafkawire.errors.AuthenticationError, match="Invalid username"):
+            getattr(c, "poll_arrow" if how == "poll_arrow" else "poll")(60)
 
 
 def test_oauthbearer_calls_the_token_provider_per_connection(fake):

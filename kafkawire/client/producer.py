@@ -140,25 +140,33 @@ class Producer:
         """Send everything queued now and wait until it is acknowledged (or failed).
 
         Returns the number of records still waiting when ``timeout`` seconds
-        ran out (0: all delivered).
+        ran out (0: all delivered).  Raises
+        :class:`~kafkawire.client.AuthenticationError` if a broker refused the
+        producer's credentials (the queued records failed with it).
         """
         acc = self._acc
+        sender = self._sender
         deadline = None if timeout is None else time.monotonic() + timeout
         with acc.lock:
             acc.flushing += 1
         try:
-            self._sender.wake()
+            sender.wake()
             with acc.lock:
-                while acc.pending_records > 0 and self._sender.is_alive():
+                while acc.pending_records > 0 and sender.is_alive():
+                    if sender.auth_error is not None:
+                        break
                     left = None if deadline is None else deadline - time.monotonic()
                     if left is not None and left <= 0:
                         break
                     acc.changed.wait(0.05 if left is None else min(left, 0.05))
-                    self._sender.wake()
-                return acc.pending_records
+                    sender.wake()
+                pending = acc.pending_records
         finally:
             with acc.lock:
                 acc.flushing -= 1
+        if sender.auth_error is not None:
+            raise sender.auth_error
+        return pending
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Deliver what is queued (up to ``timeout`` seconds), then stop and close connections.
@@ -325,6 +333,10 @@ class Producer:
                 info = cluster.topics.get(topic)
                 if info is not None and info.partitions and info.error_code == 0:
                     return info
+                if sender.auth_error is not None:
+                    # the last try was refused: fail now, and have the sender try again
+                    sender.want_metadata(topic, now=False)
+                    raise sender.auth_error
                 if info is not None and info.error_code and \
                         not error_code(info.error_code).retriable and \
                         info.error_code != UNKNOWN_TOPIC_OR_PARTITION:
@@ -362,6 +374,8 @@ class Producer:
         while sender.producer_id < 0:
             if sender.fatal is not None:
                 raise sender.fatal
+            if sender.auth_error is not None:
+                raise sender.auth_error
             if _monotonic() > deadline or not sender.is_alive():
                 raise BufferFullError("init_transactions() timed out waiting for the "
                                       "transaction coordinator")

@@ -22,6 +22,7 @@ import os
 import ssl
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from kafkawire import errors
 from kafkawire.client.exceptions import ClientError
 
 __all__ = ["AuthenticationError", "make_ssl_context", "Sasl", "ScramClient", "plain_message",
@@ -30,7 +31,7 @@ __all__ = ["AuthenticationError", "make_ssl_context", "Sasl", "ScramClient", "pl
 log = logging.getLogger("kafkawire.client.security")
 
 
-class AuthenticationError(ClientError):
+class AuthenticationError(ClientError, errors.AuthenticationError):
     """SASL authentication failed, or the broker proved it does not know the credentials."""
 
 

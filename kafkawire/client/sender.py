@@ -38,6 +38,7 @@ from kafkawire.client.cluster import STALE_METADATA_CODES
 from kafkawire.client.exceptions import (DeliveryTimeoutError, KafkaConnectionError,
                                          ProducerClosedError, RequestTimeoutError)
 from kafkawire.client.futures import complete
+from kafkawire.client.security import AuthenticationError
 from kafkawire.client.results import ProduceResult
 from kafkawire.client.transaction import TransactionManager
 from kafkawire.compression import codec_id
@@ -216,6 +217,9 @@ class Sender(threading.Thread):
         self.last_acked: Dict[Tuple[str, int], int] = {}
         self.bump_epoch = False
         self.fatal: Optional[BaseException] = None
+        # The last authentication failure, until a broker accepts us again: queued records fail
+        # with it, and send()/flush() raise it instead of waiting out max_block_ms.
+        self.auth_error: Optional[AuthenticationError] = None
         self.inflight: Dict[Any, List[_Request]] = defaultdict(list)
         self.inflight_tp: Dict[Tuple[str, int], int] = defaultdict(int)
         self.closing = False
@@ -259,9 +263,11 @@ class Sender(threading.Thread):
             except BaseException as exc:  # handed to the waiting caller
                 f.set_exception(exc)
 
-    def want_metadata(self, topic: str) -> None:
+    def want_metadata(self, topic: str, now: bool = True) -> None:
+        """Ask for ``topic``'s metadata: at once, or (``now=False``) after the retry backoff."""
         self._metadata_wanted.add(topic)
-        self._metadata_due = 0.0
+        if now:
+            self._metadata_due = 0.0
         self.wake()
 
     # --------------------------------------------------------------- loop
@@ -295,6 +301,13 @@ class Sender(threading.Thread):
                     return False
         now = time.monotonic()
         self._refresh_metadata(now)
+        if self.auth_error is not None:
+            self._abandon(self.auth_error, queued_only=True)
+            while self.tasks:
+                self.tasks.popleft()[1].set_exception(self.auth_error)
+            self._poll(self._timeout(time.monotonic()))
+            self._check_request_timeouts(time.monotonic())
+            return True
         if self.fatal is None and (self.idempotent and (self.producer_id < 0 or self.bump_epoch)) \
                 and not self._busy():
             self._init_producer_id()
@@ -326,16 +339,24 @@ class Sender(threading.Thread):
                     for p, q in parts.items():
                         if q and cluster.leader(topic, p) is None:
                             missing_leader = True
-        if not topics or now < self._metadata_due:
+        if self.auth_error is not None:  # try again (after the backoff) only for a waiting send
+            if now < self._metadata_due or not self._metadata_wanted:
+                return
+        elif not topics or now < self._metadata_due:
             return
-        if not (missing_leader or self._metadata_wanted or cluster.needs_refresh(sorted(topics))):
+        elif not (missing_leader or self._metadata_wanted or
+                  cluster.needs_refresh(sorted(topics))):
             return
         try:
             self.client._refresh(sorted(topics | set(cluster.topics)))
             self._metadata_failures = 0
+            self.auth_error = None
             wanted_done = {t for t in list(self._metadata_wanted)  # send() threads add to it
                            if (info := cluster.topics.get(t)) is not None and info.partitions}
             self._metadata_wanted -= wanted_done
+        except AuthenticationError as exc:
+            self._metadata_failures += 1
+            self.authentication_failed(exc)
         except KafkaWireError as exc:
             self._metadata_failures += 1
             log.warning("metadata refresh failed: %s", exc)
@@ -345,6 +366,19 @@ class Sender(threading.Thread):
 
     def _backoff(self, attempts: int) -> float:
         return min(self.retry_backoff * (2 ** max(attempts - 1, 0)), self.retry_backoff_max)
+
+    def authentication_failed(self, exc: AuthenticationError) -> None:
+        """A broker refused our credentials: queued records and waiting callers fail with ``exc``
+        (the loop fails records queued later too), until a metadata request is accepted."""
+        if self.auth_error is None:
+            log.error("authentication failed: %s", exc)
+        self.auth_error = exc
+        self._metadata_wanted.clear()
+        self._abandon(exc, queued_only=True)
+        with self.metadata_ready:
+            self.metadata_ready.notify_all()
+        with self.acc.lock:
+            self.acc.changed.notify_all()
 
     # ---------------------------------------------------------- producer id
     def _init_producer_id(self) -> None:
@@ -364,6 +398,9 @@ class Sender(threading.Thread):
                 producer_id=self.producer_id if bump else -1,
                 producer_epoch=self.producer_epoch if bump else -1)
             resp = client._send(conn, req, version, None).result(self.request_timeout)
+        except AuthenticationError as exc:
+            self.authentication_failed(exc)
+            return
         except (KafkaConnectionError, RequestTimeoutError, BrokerResponseError) as exc:
             if isinstance(exc, BrokerResponseError) and not exc.retriable:
                 self.fatal = exc
@@ -474,6 +511,11 @@ class Sender(threading.Thread):
             version = client._version(conn, A.PRODUCE)
         except (KafkaConnectionError, RequestTimeoutError) as exc:
             self._send_failed(node, batches, exc, now)
+            return
+        except AuthenticationError as exc:
+            for b in batches:
+                self._complete(b, error=exc)
+            self.authentication_failed(exc)
             return
         except KafkaWireError as exc:  # e.g. no common Produce version: not worth retrying
             for b in batches:
