@@ -155,6 +155,8 @@ def main() -> None:
     wl = f"{args.records:,} records of {args.size} B, codec {args.codec}"
     load = f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f}"
     print(f"  ({load})")
+    for name, rs in rounds.items():  # each round's wall time: which side varies
+        print(f"  rounds {name:34s} " + " ".join(f"{w * 1000:6.0f}" for w, _ in rs) + " ms")
     for name, (wall, cpu) in mid.items():
         rw = [rw_ / w for (w, _), (rw_, _) in zip(rounds[name], rounds[ref])]
         rc = [rc_ / c for (_, c), (_, rc_) in zip(rounds[name], rounds[ref])]
