@@ -129,6 +129,8 @@ def main() -> None:
     wl = f"{n:,} records of 100 B, codec {args.codec}"
     load = f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f}"
     print(f"  ({load})")
+    for key in times:  # each round's time: which side varies
+        print(f"  rounds {key:10s} " + " ".join(f"{t * 1000:6.0f}" for t in times[key]) + " ms")
     for key, label in (("confluent", "confluent-kafka consume()"), ("kafkawire", "kafkawire poll()"),
                        ("arrow", "kafkawire poll_arrow()")):
         rs = [c / t for t, c in zip(times[key], times["confluent"])]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import types
 
 import pytest
 
@@ -37,7 +38,9 @@ def _fetcher(leaders):
 
 
 def _fill(fetcher, tp):
-    fetcher.completed[tp] = collections.deque([object()] * fetcher.max_buffered)
+    # stand-ins for buffered answers, one fetch answer each
+    fetcher.completed[tp] = collections.deque(
+        [types.SimpleNamespace(pieces=[b""]) for _ in range(fetcher.max_buffered)])
 
 
 def test_caught_up_partitions_wait_for_a_leader_whose_other_partition_is_buffered():

@@ -25,7 +25,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
 
-__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into"]
+__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into", "frame_buffer"]
 
 cdef extern from *:
     """
@@ -68,6 +68,7 @@ cdef extern from *:
     uint32_t kw_murmur2(const unsigned char *data, Py_ssize_t length) nogil
 
 cdef extern from "Python.h":
+    object PyByteArray_FromStringAndSize(const char *s, Py_ssize_t n)
     int PyLong_CheckExact(object o)
     int PyBytes_CheckExact(object o)
     int PyUnicode_CheckExact(object o)
@@ -75,6 +76,18 @@ cdef extern from "Python.h":
     object PySequence_GetItem(object o, Py_ssize_t i)
     Py_ssize_t PyObject_Length(object o) except -1
     const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+
+
+def frame_buffer(Py_ssize_t n):
+    """A ``bytearray`` of ``n`` bytes for the caller to fill completely (a response frame).
+
+    Its bytes are not zeroed first: a connection reads a whole frame into it
+    (and drops it if the read fails), so clearing 1 MiB per Fetch answer would
+    be work thrown away.
+    """
+    if n < 0:
+        raise ValueError(f"a frame of {n} bytes")
+    return PyByteArray_FromStringAndSize(NULL, n)
 
 
 cdef inline int uvar_size(uint64_t v) noexcept nogil:

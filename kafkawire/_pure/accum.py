@@ -13,7 +13,18 @@ from typing import Any, Callable, List, Optional
 
 from kafkawire._pure.records import encode_records_v2, encode_records_v2_columns
 
-__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into"]
+__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into", "frame_buffer"]
+
+
+def frame_buffer(n: int) -> bytearray:
+    """A ``bytearray`` of ``n`` bytes for the caller to fill completely (a response frame).
+
+    The compiled twin leaves the bytes unset; here they are zeros.
+    """
+    if n < 0:
+        raise ValueError(f"a frame of {n} bytes")
+    return bytearray(n)
+
 
 class Sticky:
     """A topic's keyless partition and the bytes it takes before the producer moves on."""

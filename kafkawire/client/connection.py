@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
 
+from kafkawire import _kernels as K
 from kafkawire.client.exceptions import (ClientClosedError, KafkaConnectionError,
                                          RequestTimeoutError)
 from kafkawire.errors import ProtocolError
@@ -329,7 +330,7 @@ class BrokerConnection:
                                     "that is expected")
                 self._fail(err)
                 raise err
-            frame = bytearray(size)
+            frame = K.frame_buffer(size)  # not zeroed: the read fills it
             self._read_exact(memoryview(frame), deadline)
         except socket.timeout as exc:
             err = RequestTimeoutError(f"no response from {self.host}:{self.port} in time; raise "

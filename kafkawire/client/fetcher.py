@@ -43,7 +43,8 @@ from kafkawire.client.group_metadata import TopicPartition
 from kafkawire.protocol.error_codes import (FETCH_SESSION_ID_NOT_FOUND,
                                            INVALID_FETCH_SESSION_EPOCH, OFFSET_OUT_OF_RANGE,
                                            make_error)
-from kafkawire.records.columnar import decode_columns
+from kafkawire import _columnar_common as _CC
+from kafkawire.records.columnar import ColumnChunk, ColumnChunkIterator, decode_columns
 
 __all__ = ["ConsumerRecord", "PartitionState", "Fetcher", "CompletedFetch"]
 
@@ -96,11 +97,17 @@ class PartitionState:
 
 
 class CompletedFetch:
-    """One partition's answer, waiting to be handed out from ``fetch_offset``."""
+    """One partition's answer, waiting to be handed out from ``fetch_offset``.
+
+    A later answer for the same partition may be appended to one nothing was
+    handed out from yet (:meth:`absorb`): its records follow on, and
+    ``take_columns`` decodes both into one Arrow batch instead of two that a
+    poll would copy into one.
+    """
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "_batches", "_pending", "_done",
                  "next_offset", "_aborted_pids", "_epoch", "_read_committed", "_arrow",
-                 "batches")
+                 "batches", "pieces", "_started")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data, aborted, read_committed,
                  verify_crc: bool = False):
@@ -121,9 +128,27 @@ class CompletedFetch:
         self._aborted_pids: set = set()
         self._epoch = -1
         self._arrow: Optional[List[Any]] = None
+        self.pieces: List[Any] = [data]   # the answers' records, in offset order
+        self._started = False             # something was taken (as records or columns)
+
+    def can_absorb(self, later: "CompletedFetch", max_pieces: int) -> bool:
+        """Whether ``later`` (the partition's next answer) may be appended to this one: nothing
+        was taken from this one, both are uncompressed v2 batches (so their keys and values fit
+        one Arrow batch) of read_uncommitted answers, and ``later`` starts where this one ends."""
+        return (not self._started and not self._read_committed and not later._read_committed
+                and later.fetch_offset == self.next_offset and len(self.pieces) < max_pieces
+                and bool(later.batches) and _plain(self.batches) and _plain(later.batches)
+                and sum(map(len, self.pieces)) + len(later.data) <= _MERGE_MAX_BYTES)
+
+    def absorb(self, later: "CompletedFetch") -> None:
+        """Append the records of the partition's next answer (see :meth:`can_absorb`)."""
+        self.pieces.append(later.data)
+        self.batches.extend(later.batches)
+        self.next_offset = later.next_offset
 
     # ---- records as objects
     def take(self, max_records: int) -> List[ConsumerRecord]:
+        self._started = True
         out = self._pending
         while len(out) < max_records and not self._done:
             out.extend(self._next_batch())
@@ -179,15 +204,19 @@ class CompletedFetch:
     # ---- records as columns
     def take_columns(self, max_records: int, include_headers: bool):
         """The next up to ``max_records`` rows as a ColumnChunk-backed Arrow batch (or None)."""
+        self._started = True
         if self._arrow is None:
-            chunk = decode_columns(self.data, start_offset=self.fetch_offset,
-                                   include_headers=include_headers)
-            if self._read_committed and len(chunk):
-                mask = self._committed_mask(chunk)
-                if mask is not None:
-                    chunk = chunk.filter(mask)
-            rb = chunk.to_arrow(include_headers=include_headers, topic=self.tp[0],
-                                partition=self.tp[1])
+            if len(self.pieces) > 1:
+                rb = self._pieces_arrow(include_headers)
+            else:
+                chunk = decode_columns(self.data, start_offset=self.fetch_offset,
+                                       include_headers=include_headers)
+                if self._read_committed and len(chunk):
+                    mask = self._committed_mask(chunk)
+                    if mask is not None:
+                        chunk = chunk.filter(mask)
+                rb = chunk.to_arrow(include_headers=include_headers, topic=self.tp[0],
+                                    partition=self.tp[1])
             self._arrow = [rb, 0]
         rb, at = self._arrow
         n = min(max_records, rb.num_rows - at)
@@ -195,6 +224,27 @@ class CompletedFetch:
         if at + n >= rb.num_rows:
             self._done = True
         return rb.slice(at, n) if (at or n < rb.num_rows) else rb
+
+    def _pieces_arrow(self, include_headers: bool):
+        """Every piece's records from ``fetch_offset`` on, decoded into one Arrow batch."""
+        # one builder for all pieces: the rows of one carry over into the next one's chunk
+        builder = K.ColumnBuilder(include_headers, (1 << 63) - 1, _CC.MAX_CHUNK_BYTES,
+                                  self.fetch_offset, None)
+        last = len(self.pieces) - 1
+        chunks = [c for i, piece in enumerate(self.pieces)
+                  for c in ColumnChunkIterator(piece, include_headers=include_headers,
+                                               builder=builder, last_chunk=i == last)]
+        topic, partition = self.tp
+        if len(chunks) == 1:
+            return chunks[0].to_arrow(include_headers=include_headers, topic=topic,
+                                      partition=partition)
+        import pyarrow as pa
+        if not chunks:
+            return ColumnChunk.empty(include_headers).to_arrow(
+                include_headers=include_headers, topic=topic, partition=partition)
+        batches = [c.to_arrow(include_headers=include_headers, topic=topic, partition=partition)
+                   for c in chunks]   # not expected: can_absorb keeps pieces within one chunk
+        return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
     def _committed_mask(self, chunk):
         import numpy as np
@@ -324,6 +374,11 @@ class Fetcher:
         self.sessions: Dict[int, FetchSession] = {}
 
     # --------------------------------------------------------------- sending
+    def _buffered(self, tp: TopicPartition) -> int:
+        """How many answers for ``tp`` wait to be handed out (appended ones count each)."""
+        queue = self.completed.get(tp)
+        return sum(len(cf.pieces) for cf in queue) if queue else 0
+
     def fetchable(self) -> Dict[int, List[TopicPartition]]:
         """The partitions to fetch now, by leader.
 
@@ -348,7 +403,7 @@ class Fetcher:
             if leader is None:
                 self.needs_metadata = True
                 continue
-            if len(self.completed.get(tp, ())) >= self.max_buffered:
+            if self._buffered(tp) >= self.max_buffered:
                 full.add(leader)
                 continue
             if leader in self.in_flight:
@@ -506,7 +561,11 @@ class Fetcher:
                 cf = CompletedFetch(tp, asked, data, aborted, self.isolation_level == 1,
                                     self.check_crcs)
                 if cf.batches:
-                    self.completed.setdefault(tp, collections.deque()).append(cf)
+                    queue = self.completed.setdefault(tp, collections.deque())
+                    if queue and queue[-1].can_absorb(cf, self.max_buffered):
+                        queue[-1].absorb(cf)
+                    else:
+                        queue.append(cf)
                     st.fetch_offset = cf.next_offset
             return
         err = make_error(code, api="Fetch", topic=tp[0], partition=tp[1])
@@ -611,6 +670,16 @@ class Fetcher:
                 return None, 0, 0, None
             return rb, rb.num_rows, rb.column("offset")[-1].as_py(), None
         return self._hand_out(max_records, take)
+
+
+# Answers appended to one another (CompletedFetch.absorb) hold at most this many bytes together.
+_MERGE_MAX_BYTES = 64 << 20
+
+
+def _plain(batches: Sequence[Any]) -> bool:
+    """True when every batch is an uncompressed v2 batch."""
+    return all(getattr(b, "magic", 0) == 2 and not getattr(b, "attributes", 7) & 0x07
+               for b in batches)
 
 
 def _next_fetch(st: PartitionState) -> Optional[int]:
