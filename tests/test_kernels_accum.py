@@ -88,3 +88,13 @@ def test_sticky_fields():
     s.partition, s.left = 3, 100
     s.left -= 150
     assert (s.partition, s.left) == (3, -50)
+
+
+def test_frame_buffer_is_a_bytearray_of_the_size_asked():
+    for n in (0, 1, 70_000):
+        buf = K.frame_buffer(n)
+        assert type(buf) is bytearray and len(buf) == n
+        buf[:] = b"\x01" * n          # writable, and the caller's bytes stay
+        assert buf == b"\x01" * n
+    with pytest.raises(ValueError):
+        K.frame_buffer(-1)
