@@ -179,6 +179,29 @@ def test_validate_of_control_and_compressed_batches_still_checks_them(backend):
     assert b.control_type == "commit"
 
 
+def _verdicts_agree(data: bytes, prefix: bytes = b"") -> None:
+    """Both backends' one-pass verdicts (on the batch alone, and at the end of a larger
+    buffer) equal the checked path's, and validate() raises the same error in both."""
+    crc, count, base_offset, last = _fields(data)
+    outcomes = set()
+    previous = K.backend
+    for name in (("fast", "pure") if K.fast_available() else ("pure",)):
+        K.use(name)
+        try:
+            verdict = _checked_verdict(data)
+            if verdict is None:
+                continue
+            ok = verdict == ("ok",)
+            assert K.check_batch_v2(data, 0, len(data), crc, count, base_offset, last) == ok
+            # the batch ends exactly where the buffer does
+            assert K.check_batch_v2(memoryview(prefix + data), len(prefix), len(data), crc, count,
+                                    base_offset, last) == ok
+            outcomes.add(_validate_outcome(data))
+        finally:
+            K.use(previous)
+    assert len(outcomes) <= 1
+
+
 @pytest.mark.one_backend
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 50), edits=st.lists(st.tuples(st.integers(0, 1 << 20),
@@ -193,18 +216,105 @@ def test_one_pass_check_hypothesis(seed, edits, cut, stale_crc):
     for pos, val in edits:
         d[61 + pos % (len(d) - 61)] = val
     data = bytes(d) if stale_crc else _recrc(d)
-    crc, count, base_offset, last = _fields(data)
-    outcomes = set()
-    previous = K.backend
-    for name in (("fast", "pure") if K.fast_available() else ("pure",)):
-        K.use(name)
-        try:
+    _verdicts_agree(data)
+
+
+# -- runs of records of one shape ------------------------------------------------------
+# The one-pass walk checks a record whose key, value and headers have the layout of the
+# record walked before it by comparing a few bytes (the length varints, the header keys'
+# top bits) instead of walking it: these batches are made of such runs, then damaged.
+
+_KEYS = ["", "h", "trace-id", "content-type", "k" * 8, "k" * 9, "x" * 16, "y" * 17,
+         "z" * 32, "w" * 33, "é-clé", "kéy"]
+_shape = st.tuples(
+    st.sampled_from([None, 0, 1, 7, 16, 70, 200]),                       # key length
+    st.sampled_from([None, 0, 1, 5, 63, 64, 100, 300, 9000]),            # value length
+    st.lists(st.tuples(st.sampled_from(_KEYS), st.sampled_from([None, 0, 1, 16, 64, 130])),
+             max_size=5))                                                # headers
+
+
+def _shaped_batch(rnd: random.Random, shapes, pattern, base_offset: int = 77) -> bytes:
+    """Records of the given shapes (the pattern says which, one per record), every byte
+    of their keys, values and header values random, timestamps and offsets spread so the
+    deltas take one, two and three bytes."""
+    bb = BatchBuilder(base_offset=base_offset)
+    offset = base_offset
+    for i, which in enumerate(pattern):
+        klen, vlen, headers = shapes[which % len(shapes)]
+
+        def blob(n):
+            return None if n is None else bytes(rnd.randrange(256) for _ in range(n))
+        bb.append(blob(vlen), key=blob(klen), headers=[(k, blob(n)) for k, n in headers],
+                  timestamp=1_700_000_000_000 + i * rnd.choice([0, 1, 40, 1000, 70000]),
+                  offset=offset)
+        offset += rnd.choice([1, 1, 1, 2, 100])
+    return bb.build()
+
+
+@pytest.mark.one_backend
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 1 << 16), shapes=st.lists(_shape, min_size=1, max_size=3),
+       pattern=st.lists(st.integers(0, 2), min_size=1, max_size=90),
+       edits=st.lists(st.tuples(st.integers(0, 1 << 20),
+                                st.sampled_from([0x00, 0x01, 0x02, 0x7F, 0x80, 0xC3, 0xFF])),
+                      max_size=3),
+       utf8_at=st.none() | st.integers(0, 1 << 20), cut=st.integers(0, 3),
+       prefix=st.sampled_from([b"", b"\x80" * 9, b"\xff" * 3]))
+def test_one_pass_check_on_runs_of_one_shape(seed, shapes, pattern, edits, utf8_at, cut, prefix):
+    """Runs of same-shaped records, intact or with bytes changed (a length varint, a header
+    key's byte, two bytes made a valid non-ASCII character), or cut short: the verdicts
+    and errors are the checked path's."""
+    rnd = random.Random(seed)
+    d = bytearray(_shaped_batch(rnd, shapes, pattern))
+    if cut and len(d) - cut > 61:
+        d = d[:len(d) - cut]
+        d[8:12] = (len(d) - 12).to_bytes(4, "big")
+    for pos, val in edits:
+        d[61 + pos % (len(d) - 61)] = val
+    if utf8_at is not None and len(d) > 62:
+        at = 61 + utf8_at % (len(d) - 62)
+        d[at:at + 2] = "é".encode()
+    _verdicts_agree(_recrc(d), prefix)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_pass_check_on_every_byte_of_a_run(backend, seed):
+    """A run of records with three headers (keys of 8, 6 and 12 ASCII bytes): every byte
+    of one record in the middle of the run set to values that change a varint, a key's
+    character or nothing; the verdict is the checked path's each time."""
+    rnd = random.Random(seed)
+    shape = (16, 100, [("trace-id", 16), ("source", 5), ("content-type", 16)])
+    base = _shaped_batch(rnd, [shape], [0] * 40)
+    length = (len(base) - 61) // 40   # about one record
+    middle = 61 + 20 * length
+    for pos in range(middle, middle + length + 4):
+        for val in (0x00, 0x01, 0x7F, 0x80, 0xC3, base[pos] ^ 0x80, base[pos] ^ 0x02):
+            d = bytearray(base)
+            d[pos] = val
+            data = _recrc(d)
             verdict = _checked_verdict(data)
-            if verdict is None:
-                continue
-            ok = K.check_batch_v2(data, 0, len(data), crc, count, base_offset, last)
-            assert ok == (verdict == ("ok",))
-            outcomes.add(_validate_outcome(data))
-        finally:
-            K.use(previous)
-    assert len(outcomes) <= 1
+            crc, count, base_offset, last = _fields(data)
+            assert K.check_batch_v2(data, 0, len(data), crc, count, base_offset, last) == \
+                (verdict == ("ok",)), (pos, val)
+
+
+def test_one_pass_check_of_records_with_nothing_after_the_offset_delta(backend):
+    """A record whose length ends right after its offset delta (no key, value or header
+    count): refused, first in a batch, after a run of one shape, and last."""
+    run = BatchBuilder(base_offset=0)
+    for i in range(30):
+        run.append(b"v" * 20, key=b"k" * 5, headers=[("h", b"x")], timestamp=1000 + i)
+    good = run.build()
+    region = bytearray(good[61:])
+    # length 6: attributes, a four-byte timestamp delta, a one-byte offset delta
+    empty = bytes([12, 0, 0x80, 0x80, 0x80, 0x01, 0])
+    for at in (0, len(region) // 2, len(region)):
+        recs = region[:at] + empty + region[at:]
+        d = bytearray(good[:61] + recs)
+        d[8:12] = (len(d) - 12).to_bytes(4, "big")
+        d[57:61] = (31).to_bytes(4, "big")
+        data = _recrc(d)
+        verdict = _checked_verdict(data)
+        assert verdict is not None and verdict != ("ok",)
+        crc, count, base_offset, last = _fields(data)
+        assert not K.check_batch_v2(data, 0, len(data), crc, count, base_offset, last)

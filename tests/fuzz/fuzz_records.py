@@ -41,6 +41,29 @@ def one_input(data: bytes) -> None:
         _kernels.decode_legacy_messages(buf, 0, -1, 5, data[0] % 3 - 1, 0, data[0] >> 7, verify)
     except kafkawire.errors.KafkaWireError:
         pass
+    one_pass_agrees(buf)
+
+
+def one_pass_agrees(buf: bytes) -> None:
+    """The one-pass check of a v2 batch (validate()'s kernel), with the CRC made to match
+    so that its records walk decides: its verdict must be the checked walker's."""
+    if len(buf) < 61:
+        return
+    size = int.from_bytes(buf[8:12], "big") + 12
+    if not 61 <= size <= len(buf):
+        size = len(buf)
+    crc = _kernels.crc32c(buf, 21, size)
+    count = int.from_bytes(buf[57:61], "big", signed=True)
+    base = int.from_bytes(buf[0:8], "big", signed=True)
+    last = base + int.from_bytes(buf[23:27], "big", signed=True)
+    ok = _kernels.check_batch_v2(buf, 0, size, crc, count, base, last)
+    try:
+        checked = count >= 0 and last >= base and \
+            _kernels.validate_records_v2(buf, 61, size, count, base, last) is None
+    except kafkawire.errors.KafkaWireError:
+        checked = False
+    if ok != checked:
+        raise AssertionError(f"one-pass check says {ok}, the checked walker {checked}")
 
 
 def main() -> None:
