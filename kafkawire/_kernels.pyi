@@ -68,6 +68,7 @@ from kafkawire._fast.accum import (
     RecordBuffer as RecordBuffer,
     Sticky as Sticky,
     encode_columns_into as encode_columns_into,
+    frame_buffer as frame_buffer,
 )
 
 MODULES: Tuple[str, ...]
