@@ -32,7 +32,6 @@ from kafkawire._fast.records import (
     decode_records_v2 as decode_records_v2,
     decode_records_v2_as as decode_records_v2_as,
     encode_records_v2 as encode_records_v2,
-    encode_records_v2_columns as encode_records_v2_columns,
     iter_records_v2 as iter_records_v2,
     validate_records_v2 as validate_records_v2,
     check_batch_v2 as check_batch_v2,

@@ -61,7 +61,10 @@ def test_encode_columns_into_matches_the_records_encoder():
         base = int(ts[0]) if ts is not None and m else 0
         kc, vc = _column(ka, pa), _column(va, pa)
         a, b = sorted([rnd.randrange(0, m + 1), rnd.randrange(0, m + 1)])
-        want = K.encode_records_v2_columns(a, b, ts, base, kc, vc)
+        rows = range(a, b)
+        want = K.encode_records_v2([i - a for i in rows],
+                                   [int(ts[i]) - base if ts is not None else 0 for i in rows],
+                                   ka.to_pylist()[a:b], va.to_pylist()[a:b], [None] * (b - a))
         out = bytearray(10 + len(want) + 3)
         end = K.encode_columns_into(out, 10, a, b, ts, base, kc, vc)
         assert bytes(out[10:end]) == want

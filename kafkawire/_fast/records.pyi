@@ -40,10 +40,3 @@ def decode_legacy_messages(buf: Buffer, start: int, end: int, wrapper_offset: in
 def encode_records_v2(offset_deltas: Sequence[int], timestamp_deltas: Sequence[int],
                       keys: Sequence[Optional[bytes]], values: Sequence[Optional[bytes]],
                       headers: Sequence[Optional[Iterable[Header]]]) -> bytes: ...
-
-# A binary column in Arrow's layout: (validity bitmap or None, offsets, data, offset width 4|8,
-# array offset); None means every row is null.
-Column = Optional[Tuple[Optional[Buffer], Buffer, Buffer, int, int]]
-
-def encode_records_v2_columns(start: int, stop: int, timestamps: Optional[Buffer],
-                              base_timestamp: int, keys: Column, values: Column) -> bytes: ...

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
-from kafkawire._pure.records import encode_records_v2, encode_records_v2_columns
+from kafkawire._pure.records import encode_records_v2
 
 __all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into", "frame_buffer"]
 
@@ -163,6 +163,38 @@ class Appender:
         return self._fallback(topic, value, key, headers, partition, timestamp, on_delivery)
 
 
+def _column(col: Any, start: int, stop: int, what: str) -> Any:
+    """A binary column's rows ``start..stop-1`` as a function ``row -> bytes-like | None``."""
+    if col is None:
+        return lambda i: None
+    validity, offsets, data, width, base = col
+    if width not in (4, 8):
+        raise ValueError(f"{what}: offset width must be 4 or 8, not {width}")
+    if base < 0 or start < 0 or stop < start:
+        raise ValueError(f"{what}: bad row range")
+    offs = memoryview(offsets).cast("B").cast("i" if width == 4 else "q")
+    data = memoryview(data).cast("B")
+    if len(offs) < base + stop + 1:
+        raise ValueError(f"{what}: the offsets buffer holds {len(offs)} entries, "
+                         f"{base + stop + 1} needed")
+    bits = None
+    if validity is not None:
+        bits = memoryview(validity).cast("B")
+        if len(bits) * 8 < base + stop:
+            raise ValueError(f"{what}: the validity bitmap is too short")
+
+    def get(i):
+        j = base + i
+        if bits is not None and not (bits[j >> 3] >> (j & 7)) & 1:
+            return None
+        lo, hi = offs[j], offs[j + 1]
+        if lo < 0 or hi < lo or hi > len(data):
+            raise ValueError(f"{what}: offsets of row {i} ({lo}..{hi}) are out of order or "
+                             f"past the data ({len(data)} bytes)")
+        return data[lo:hi]
+    return get
+
+
 def encode_columns_into(out: Any, pos: int, start: int, stop: int, timestamps: Any,
                         base_timestamp: int, keys: Any, values: Any) -> int:
     """Encode rows ``start..stop-1`` of Arrow-layout columns as v2 records into ``out``.
@@ -184,7 +216,18 @@ def encode_columns_into(out: Any, pos: int, start: int, stop: int, timestamps: A
         raise TypeError("the output buffer is read-only")
     if not 0 <= pos <= len(view):
         raise ValueError(f"position {pos} is outside the {len(view)}-byte buffer")
-    data = encode_records_v2_columns(start, stop, timestamps, base_timestamp, keys, values)
+    key = _column(keys, start, stop, "keys")
+    value = _column(values, start, stop, "values")
+    ts = None
+    if timestamps is not None:
+        ts = memoryview(timestamps).cast("B").cast("q")
+        if len(ts) < stop:
+            raise ValueError(f"timestamps: the buffer holds {len(ts)} entries, {stop} needed")
+    rows = range(start, stop)
+    data = encode_records_v2([i - start for i in rows],
+                             [ts[i] - base_timestamp if ts is not None else 0 for i in rows],
+                             [key(i) for i in rows], [value(i) for i in rows],
+                             [None] * len(rows))
     end = pos + len(data)
     if end > len(view):
         raise ValueError(f"rows {start}..{stop - 1} do not fit in the {len(view)}-byte buffer "

@@ -89,8 +89,7 @@ from kafkawire._pure import framing as W
 from kafkawire._pure.crc import crc32c as _crc32c
 
 __all__ = ["Record", "decode_records_v2", "decode_records_v2_as", "iter_records_v2",
-           "validate_records_v2", "check_batch_v2", "decode_legacy_messages", "encode_records_v2",
-           "encode_records_v2_columns"]
+           "validate_records_v2", "check_batch_v2", "decode_legacy_messages", "encode_records_v2"]
 
 _TS_NAMES = ("CreateTime", "LogAppendTime")
 
@@ -563,60 +562,6 @@ def encode_records_v2(offset_deltas, timestamp_deltas, keys, values, headers):
                     raise TypeError(f"header key must be str, not {type(hk).__name__}")
                 _bytes_field(hk, body, "header key")
                 _bytes_field(hv, body, "header value")
-        _uvarint_bytes(_zz32(len(body)), out)
-        out += body
-    return bytes(out)
-
-
-def _column(col, start, stop, what):
-    """A binary column's rows ``start..stop-1`` as a function ``row -> bytes-like | None``."""
-    if col is None:
-        return lambda i: None
-    validity, offsets, data, width, base = col
-    if width not in (4, 8):
-        raise ValueError(f"{what}: offset width must be 4 or 8, not {width}")
-    if base < 0 or start < 0 or stop < start:
-        raise ValueError(f"{what}: bad row range")
-    offs = memoryview(offsets).cast("B").cast("i" if width == 4 else "q")
-    data = memoryview(data).cast("B")
-    if len(offs) < base + stop + 1:
-        raise ValueError(f"{what}: the offsets buffer holds {len(offs)} entries, "
-                         f"{base + stop + 1} needed")
-    bits = None
-    if validity is not None:
-        bits = memoryview(validity).cast("B")
-        if len(bits) * 8 < base + stop:
-            raise ValueError(f"{what}: the validity bitmap is too short")
-
-    def get(i):
-        j = base + i
-        if bits is not None and not (bits[j >> 3] >> (j & 7)) & 1:
-            return None
-        lo, hi = offs[j], offs[j + 1]
-        if lo < 0 or hi < lo or hi > len(data):
-            raise ValueError(f"{what}: offsets of row {i} ({lo}..{hi}) are out of order or "
-                             f"past the data ({len(data)} bytes)")
-        return data[lo:hi]
-    return get
-
-
-def encode_records_v2_columns(start, stop, timestamps, base_timestamp, keys, values):
-    """Encode rows ``start..stop-1`` of Arrow-layout columns; see the module docstring."""
-    key = _column(keys, start, stop, "keys")
-    value = _column(values, start, stop, "values")
-    ts = None
-    if timestamps is not None:
-        ts = memoryview(timestamps).cast("B").cast("q")
-        if len(ts) < stop:
-            raise ValueError(f"timestamps: the buffer holds {len(ts)} entries, {stop} needed")
-    out = bytearray()
-    for i in range(start, stop):
-        body = bytearray(b"\x00")
-        _uvarint_bytes(_zz64(ts[i] - base_timestamp if ts is not None else 0), body)
-        _uvarint_bytes(_zz32(i - start), body)
-        _bytes_field(key(i), body, "key")
-        _bytes_field(value(i), body, "value")
-        body.append(0)
         _uvarint_bytes(_zz32(len(body)), out)
         out += body
     return bytes(out)
