@@ -186,3 +186,65 @@ def test_confluent_kafka_roundtrip(kafka_broker):
     lo, hi = ck.Consumer({"bootstrap.servers": bs, "group.id": "g2"}).get_watermark_offsets(
         ck.TopicPartition("rt", 1), timeout=10)
     assert (lo, hi) == (0, 100)
+
+
+def test_large_pipelined_and_trickled_requests(kafka_broker):
+    """Requests arrive whole in one read, cut at every byte, and as several MiB of produce
+    requests a client sends without reading the answers (the broker stops reading until it
+    can answer): each is answered, in order, with its records written once."""
+    import threading
+
+    from kafkawire.protocol import ProduceRequest
+    from kafkawire.records import BatchBuilder
+
+    b = kafka_broker
+    b.create_topic("big", 1)
+
+    def produce(corr, n, size):
+        bb = BatchBuilder()
+        for i in range(n):
+            bb.append(bytes([corr % 251]) * size, key=b"%d-%d" % (corr, i))
+        return encode_request(ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000,
+                                             topic_data=[dict(name="big", partition_data=[
+                                                 dict(index=0, records=bb.build())])]),
+                              9, corr, "big")
+
+    def frames(sock, count):
+        sock.settimeout(30)
+        buf, out = b"", []
+        while len(out) < count:
+            while len(buf) >= 4 and len(buf) - 4 >= struct.unpack(">i", buf[:4])[0]:
+                n = 4 + struct.unpack(">i", buf[:4])[0]
+                out.append(buf[:n])
+                buf = buf[n:]
+            if len(out) < count:
+                chunk = sock.recv(1 << 16)
+                assert chunk, "the broker closed the connection"
+                buf += chunk
+        return out
+
+    sizes = [(1, 10), (300, 1024), (2, 10), (900, 1024), (1, 100)] * 4
+    reqs = [produce(c, n, size) for c, (n, size) in enumerate(sizes)]
+    with socket.create_connection(b.address) as s:
+        sender = threading.Thread(target=s.sendall, args=(b"".join(reqs),), daemon=True)
+        sender.start()
+        time.sleep(0.2)            # let the broker's buffers fill before reading anything
+        answers = [decode_response(ApiKey.PRODUCE, 9, f) for f in frames(s, len(reqs))]
+        sender.join(30)
+    assert [corr for corr, _ in answers] == list(range(len(reqs)))
+    offsets = [r.responses[0].partition_responses[0].base_offset for _, r in answers]
+    expected, at = [], 0
+    for n, _ in sizes:
+        expected.append(at)
+        at += n
+    assert offsets == expected
+    with socket.create_connection(b.address) as s:      # one byte at a time
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        data = produce(99, 3, 50) + encode_request(MetadataRequest(topics=None), 12, 100, "t")
+        for i in range(len(data)):
+            s.sendall(data[i:i + 1])
+        first, second = frames(s, 2)
+        corr, r = decode_response(ApiKey.PRODUCE, 9, first)
+        assert corr == 99 and r.responses[0].partition_responses[0].base_offset == at
+        assert decode_response(ApiKey.METADATA, 12, second).correlation_id == 100
+    assert b.call(lambda: b.partitions.partition("big", 0).high_watermark) == at + 3

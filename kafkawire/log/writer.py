@@ -18,7 +18,8 @@ import mmap
 import os
 import random
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Optional,
+                    Sequence, Tuple, Union)
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
@@ -47,6 +48,21 @@ except (AttributeError, ValueError, OSError):
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000
 _V2_KNOWN_ATTRS = 0x7F
+_TXN_OR_CONTROL = C.TRANSACTIONAL_MASK | C.CONTROL_MASK
+
+
+class AppendedBatches(NamedTuple):
+    """Where an append's batches went, so a reader can serve them without re-reading the
+    segment (the broker's read view of its active segment)."""
+    #: Base offset and ``.log`` path of the segment written to.
+    segment_base: int
+    segment_path: str
+    #: Byte positions where the append begins and ends in that segment.
+    position: int
+    end: int
+    #: ``(last offset, position, transactional or control)`` of each batch, in order.
+    batches: List[Tuple[int, int, bool]]
+
 _LEGACY_KNOWN_ATTRS = {0: 0x07, 1: 0x0F}
 
 
@@ -339,6 +355,8 @@ class LogWriter:
         self.index_interval_bytes = index_interval_bytes
         self.max_index_bytes = max_index_bytes
         self._clock = clock or (lambda: int(time.time() * 1000))
+        #: Where the last :meth:`append_batches` put its batches (None before the first).
+        self.last_append: Optional[AppendedBatches] = None
         self._seg: _ActiveSegment = None  # type: ignore[assignment]  # set by _resume() below
         self._open_txns: Dict[int, int] = {}   # producer id -> first offset of its open transaction
         self.closed = False
@@ -496,10 +514,15 @@ class LogWriter:
         last_offset = next_offset - 1
         max_ts, offset_of_max = NO_TIMESTAMP, last_offset
         first_max_ts = int(rows_all[0][0, C.MAX_TIMESTAMP])   # the first batch's, even if none
-        for rows in rows_all:
+        appended: List[Tuple[int, int, bool]] = []
+        start = 0                       # each part's start, from the append's first byte
+        for rows, data in zip(rows_all, parts):
             for r in rows.tolist():
                 if r[C.MAX_TIMESTAMP] > max_ts:
                     max_ts, offset_of_max = r[C.MAX_TIMESTAMP], r[C.LAST_OFFSET]
+                appended.append((r[C.LAST_OFFSET], start + r[C.POSITION],
+                                 r[C.MAGIC] == 2 and bool(r[C.ATTRIBUTES] & _TXN_OR_CONTROL)))
+            start += len(data)
         self._maybe_roll(size, first_offset, last_offset, max_ts)
         seg = self._seg
         position = seg.size
@@ -516,6 +539,8 @@ class LogWriter:
         seg.write_entries(off_entry, time_entry)
         self._track_transactions(rows_all, payload_parts=parts)
         self.next_offset = next_offset
+        self.last_append = AppendedBatches(seg.base_offset, seg.log_path, position, seg.size,
+                                           [(last, position + at, txn) for last, at, txn in appended])
         if self.flush_messages is not None or self.flush_ms is not None:
             self.maybe_flush()
         return first_offset, last_offset

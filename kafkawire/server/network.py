@@ -1,11 +1,15 @@
 """The broker's network loop: one asyncio event loop, one coroutine per connection.
 
-Each connection reads size-prefixed frames (at most ``socket.request.max.bytes``),
-decodes the request header and body with :mod:`kafkawire.protocol`, hands it
-to the dispatcher and writes the response before reading the next request,
-as a Kafka broker processes one request per connection at a time: responses
-go out in request order.  Writes wait for the socket (``drain``), so a client
-that does not read its responses only stalls itself.  Record sections of
+Each connection reads size-prefixed frames (at most ``socket.request.max.bytes``)
+straight into its own buffer (an :class:`asyncio.BufferedProtocol`: no stream
+reader copying the bytes on their way; a large frame is handed on as a view of
+that buffer, which is never written over while a view exists), decodes the
+request header and body with :mod:`kafkawire.protocol`, hands it to the
+dispatcher and writes the response before processing the next request, as a
+Kafka broker processes one request per connection at a time: responses go out
+in request order.  A connection stops reading the socket while a few MiB of
+requests wait for it, and writes wait for the socket, so a client that does
+not read its responses only stalls itself.  Record sections of
 Fetch responses are sent from the segment files with ``sendfile`` on
 plaintext connections; TLS connections copy them through the SSL object.
 
@@ -21,6 +25,7 @@ line; other connections are not affected.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
 import socket
@@ -46,9 +51,18 @@ __all__ = ["NetworkServer", "encode_raw_response", "advertised_address"]
 log = logging.getLogger("kafkawire.server.network")
 
 _SIZE = struct.Struct(">i")
-#: Bytes a connection's reader buffers before it stops reading the socket (twice this):
-#: a produce request of a few MiB arrives without pausing and resuming the socket.
-_READ_LIMIT = 1 << 20
+#: Bytes of complete requests a connection holds, waiting to be processed, before it stops
+#: reading the socket (it reads on when they are processed).
+_QUEUE_LIMIT = 2 << 20
+#: A connection's first read buffer, and the least a later one holds; a buffer is replaced
+#: by a larger one to hold a large request whole.
+_FIRST_BUFFER = 16 * 1024
+_CHUNK = 64 * 1024
+#: How far a new buffer may reach past the bytes received, for the rest of a frame.
+_EAGER = 1 << 20
+#: Requests up to this size are copied out of the read buffer (which is then reused);
+#: larger ones are handed on as views of it (that buffer is then left to them).
+_COPY_MAX = 64 * 1024
 #: File regions smaller than this are read and written instead of sendfile'd.
 _SENDFILE_MIN = 16 * 1024
 
@@ -102,20 +116,196 @@ def advertised_address(ctx: RequestContext) -> Tuple[str, int]:
     return adv if adv is not None else ctx.broker.address
 
 
-class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+class _Connection(asyncio.BufferedProtocol):
+    """One client connection: reads frames into its buffer (``get_buffer`` and
+    ``buffer_updated``) and queues them for :meth:`NetworkServer._serve`, which processes
+    them one at a time on its own task."""
+
+    def __init__(self, server: "NetworkServer", listener: Listener, first: bool) -> None:
+        self.server = server
+        self.listener = listener
+        self.first = first
+        self.transport: Optional[asyncio.BaseTransport] = None
         self.busy = False
         self.task: Optional[asyncio.Task[None]] = None
         self.state: Dict[str, Any] = {}
-        peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.plaintext = writer.get_extra_info("sslcontext") is None
+        self.peer = "?"
+        self.plaintext = True
         #: Loop time of the last request answered (or of the connection): idle since then.
-        self.active = asyncio.get_running_loop().time()
+        self.active = 0.0
         #: Set on SASL listeners until the connection has authenticated.
         self.sasl: Optional[SaslConnection] = None
+        self._buf = bytearray(_FIRST_BUFFER)
+        self._start = 0          # first byte not yet cut into a frame
+        self._end = 0            # end of the bytes received
+        self._pinned = False     # a frame handed on is a view of _buf: never write over it
+        self._want = 4           # bytes the frame being received still lacks (at least)
+        #: Complete requests not yet processed; None ends them (end of stream, refused frame).
+        self.frames: "collections.deque[Optional[Union[bytes, memoryview]]]" = collections.deque()
+        self._queued = 0
+        self._reading_paused = False
+        self._waiter: Optional[asyncio.Future[None]] = None
+        self._drain_waiter: Optional[asyncio.Future[None]] = None
+        self._write_paused = False
+        self.closed = False
+        self._ended = False
+        #: Why reading stopped early (an oversized frame), logged by the serving task.
+        self.refused: Optional[str] = None
+
+    # -- asyncio callbacks --------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.plaintext = transport.get_extra_info("sslcontext") is None
+        loop = asyncio.get_running_loop()
+        self.active = loop.time()
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        server = self.server
+        if server.stopping:
+            transport.close()
+            return
+        server.connections.add(self)
+        self.task = loop.create_task(server._serve(self))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        buf, start, end = self._buf, self._start, self._end
+        if self._ended:
+            return memoryview(buf)[end:] if end < len(buf) else memoryview(bytearray(4096))
+        want = max(self._want, 4096)
+        if len(buf) - end < want:
+            held = end - start
+            if not self._pinned and len(buf) - held >= want:
+                buf[:held] = buf[start:end]         # move the partial frame to the front
+            else:
+                # A new buffer, with room for the rest of the frame being received up to
+                # _EAGER more than arrived (a client announcing a huge frame and sending
+                # little does not get it allocated: the buffer grows with what arrives).
+                size = max(_CHUNK, held + min(want, max(held, _EAGER)))
+                fresh = bytearray(size)
+                fresh[:held] = buf[start:end]
+                self._buf = buf = fresh
+                self._pinned = False
+            self._start, self._end = 0, held
+        return memoryview(buf)[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._ended:
+            return
+        self._end += nbytes
+        buf, start, end = self._buf, self._start, self._end
+        max_bytes = self.server.max_request_bytes
+        queued = False
+        while True:
+            if end - start < 4:
+                self._want = 4 - (end - start)
+                break
+            size: int = _SIZE.unpack_from(buf, start)[0]
+            if size < 0 or size > max_bytes:
+                self.refused = f"request size {size} is " + (
+                    "negative" if size < 0 else
+                    f"over socket.request.max.bytes ({max_bytes})")
+                self._stop_reading()
+                break
+            stop = start + 4 + size
+            if stop > end:
+                self._want = stop - end
+                break
+            if size > _COPY_MAX:
+                self.frames.append(memoryview(buf)[start + 4:stop])
+                self._pinned = True
+            else:
+                self.frames.append(bytes(buf[start + 4:stop]))
+            self._queued += size
+            start = stop
+            queued = True
+        if start == end and not self._pinned:
+            start = self._end = 0
+        self._start = start
+        if queued:
+            if self._queued > _QUEUE_LIMIT and not self._reading_paused:
+                self._pause_reading()
+            self._wake()
+
+    def eof_received(self) -> Optional[bool]:
+        self._stop_reading()
+        return None
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.closed = True
+        self._stop_reading()
+        waiter, self._drain_waiter = self._drain_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(ConnectionResetError("connection lost"))
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        waiter, self._drain_waiter = self._drain_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # -- used by the serving task ----------------------------------------------
+    def _stop_reading(self) -> None:
+        """No more frames: the queue ends (requests already queued are still processed)."""
+        if self._ended:
+            return
+        self._ended = True
+        self.frames.append(None)
+        if not self._reading_paused and not self.closed:
+            self._pause_reading()
+        self._wake()
+
+    def _pause_reading(self) -> None:
+        try:
+            self.transport.pause_reading()  # type: ignore[union-attr]
+            self._reading_paused = True
+        except (RuntimeError, AttributeError):
+            pass
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next_frame(self) -> Optional[Union[bytes, memoryview]]:
+        """The next request's bytes (after its size prefix); None at the end."""
+        frames = self.frames
+        while not frames:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        frame = frames[0]
+        if frame is None:
+            return None                      # the end stays queued
+        frames.popleft()
+        self._queued -= len(frame)
+        if (self._reading_paused and not self._ended and not self.closed
+                and self._queued <= _QUEUE_LIMIT // 2):
+            self._reading_paused = False
+            self.transport.resume_reading()  # type: ignore[union-attr]
+        return frame
+
+    def write(self, data: bytes) -> None:
+        self.transport.write(data)  # type: ignore[union-attr]
+
+    async def drain(self) -> None:
+        """Wait until the transport's buffer is below its high-water mark again."""
+        if self.closed:
+            raise ConnectionResetError("connection lost")
+        if self._write_paused:
+            waiter = self._drain_waiter = asyncio.get_running_loop().create_future()
+            await waiter
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
 
 class NetworkServer:
@@ -146,10 +336,9 @@ class NetworkServer:
             for i, lst in enumerate(listeners):
                 host, port = (self.host, self.port) if i == 0 and security is None else \
                     (lst.host, lst.port)
-                server = await asyncio.start_server(
-                    functools.partial(self._serve, lst, i == 0), host, port,
-                    reuse_address=True, backlog=512, limit=_READ_LIMIT,
-                    ssl=lst.ssl_context)
+                server = await asyncio.get_running_loop().create_server(
+                    functools.partial(_Connection, self, lst, i == 0), host, port,
+                    reuse_address=True, backlog=512, ssl=lst.ssl_context)
                 self.servers.append(server)
                 self.bound[lst.name] = server.sockets[0].getsockname()[:2]
         except BaseException:
@@ -186,30 +375,22 @@ class NetworkServer:
             except asyncio.TimeoutError:
                 pass
 
-    async def _serve(self, listener: Listener, first: bool, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
-        conn = _Connection(reader, writer)
-        conn.task = asyncio.current_task()
+    async def _serve(self, conn: _Connection) -> None:
+        """Process ``conn``'s requests in order until it closes (or the broker stops)."""
+        listener = conn.listener
         if listener.sasl:
             conn.sasl = SaslConnection(listener, self.broker.security.users)
         if listener.advertised is not None:
             conn.state["advertised"] = listener.advertised
-        elif not first:
+        elif not conn.first:
             host, port = self.bound[listener.name]
             conn.state["advertised"] = ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host,
                                         port)
-        self.connections.add(conn)
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
         try:
             while not self.stopping:
                 if not await self._one_request(conn):
                     break
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
+        except (ConnectionError, asyncio.TimeoutError):
             pass
         except asyncio.CancelledError:
             pass
@@ -218,7 +399,7 @@ class NetworkServer:
         finally:
             self.connections.discard(conn)
             try:
-                writer.close()
+                conn.close()
             except Exception:
                 pass
 
@@ -239,11 +420,13 @@ class NetworkServer:
     async def _one_request(self, conn: _Connection) -> bool:
         if self._sweep_handle is None:
             self._sweep()
-        reader = conn.reader
-        size = self._frame_size(conn, await reader.readexactly(4))
-        if size is None:
+        payload = await conn.next_frame()
+        if payload is None:
+            if conn.refused is not None:
+                log.warning("closing connection from %s: %s", conn.peer, conn.refused)
             return False
-        payload = await reader.readexactly(size)
+        if not self._frame_ok(conn, len(payload)):
+            return False
         conn.busy = True
         try:
             if conn.sasl is not None and conn.sasl.raw_tokens:
@@ -253,21 +436,16 @@ class NetworkServer:
             conn.busy = False
             conn.active = asyncio.get_running_loop().time()
 
-    def _frame_size(self, conn: _Connection, head: bytes) -> Optional[int]:
-        """The size a frame's prefix announces, or None (logged) when it closes the connection."""
-        size: int = _SIZE.unpack(head)[0]
-        if size < 0 or size > self.max_request_bytes:
-            log.warning("closing connection from %s: request size %d is %s", conn.peer, size,
-                        "negative" if size < 0 else
-                        f"over socket.request.max.bytes ({self.max_request_bytes})")
-            return None
+    def _frame_ok(self, conn: _Connection, size: int) -> bool:
+        """Whether a frame of ``size`` bytes may be processed (logged when it closes the
+        connection); oversized and negative sizes were refused as they arrived."""
         if size < 8 and not (conn.sasl is not None and conn.sasl.raw_tokens):
             log.warning("closing connection from %s: %d-byte request is shorter than a "
                         "request header", conn.peer, size)
-            return None
-        return size
+            return False
+        return True
 
-    async def _handle(self, conn: _Connection, payload: bytes) -> bool:
+    async def _handle(self, conn: _Connection, payload: Union[bytes, memoryview]) -> bool:
         api_key, version, correlation_id = struct.unpack_from(">hhi", payload, 0)
         dispatcher = self.broker.dispatcher
         versions = dispatcher.versions(api_key)
@@ -336,11 +514,11 @@ class NetworkServer:
             return await loop.run_in_executor(None, sasl.answer, token)
         return sasl.answer(token)
 
-    async def _raw_token(self, conn: _Connection, token: bytes) -> bool:
+    async def _raw_token(self, conn: _Connection, token: Union[bytes, memoryview]) -> bool:
         """A bare SASL token after a v0 SaslHandshake: answered bare, size-prefixed."""
         sasl = conn.sasl
         assert sasl is not None
-        response = await self._step(sasl, token)
+        response = await self._step(sasl, bytes(token))
         if response.error_code:
             log.info("closing connection from %s: SASL authentication failed (%s)",
                      conn.peer, response.error_message)
@@ -352,19 +530,19 @@ class NetworkServer:
         return True
 
     async def _write(self, conn: _Connection, parts: List[Part]) -> None:
-        writer = conn.writer
         loop = asyncio.get_running_loop()
         pending: List[bytes] = []      # bytes parts gathered into one write (one syscall)
         for part in parts:
             if isinstance(part, (bytes, bytearray)):
                 pending.append(part)
             elif conn.plaintext and part.size >= _SENDFILE_MIN:
-                writer.write(b"".join(pending))
+                conn.write(b"".join(pending))
                 pending = []
-                await writer.drain()
-                await loop.sendfile(writer.transport, part.file, part.offset, part.size)
+                await conn.drain()
+                await loop.sendfile(conn.transport, part.file, part.offset,  # type: ignore[arg-type]
+                                    part.size)
             else:
                 pending.append(part.read())
         if pending:
-            writer.write(pending[0] if len(pending) == 1 else b"".join(pending))
-        await writer.drain()
+            conn.write(pending[0] if len(pending) == 1 else b"".join(pending))
+        await conn.drain()

@@ -28,6 +28,7 @@ API for coordinators (group and transaction state)::
 from __future__ import annotations
 
 import asyncio
+import bisect
 import functools
 import json
 import logging
@@ -50,7 +51,7 @@ from kafkawire.log.checkpoints import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POI
                                        write_atomic, write_offset_checkpoint)
 from kafkawire.log.log import Log
 from kafkawire.log.txnindex import AbortedTxn
-from kafkawire.log.writer import Bytes, LogWriter
+from kafkawire.log.writer import AppendedBatches, Bytes, LogWriter
 from kafkawire.records import control_batch
 from kafkawire.records.iterate import Batch
 from kafkawire.server.codes import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_TOPIC_EXCEPTION,
@@ -136,10 +137,41 @@ class Topic:
     topic_id: uuid.UUID
     configs: Dict[str, str] = field(default_factory=dict)
     partitions: Dict[int, "Partition"] = field(default_factory=dict)
+    #: Effective config values looked up so far (cleared when :attr:`configs` change).
+    config_cache: Dict[str, Optional[str]] = field(default_factory=dict, repr=False,
+                                                   compare=False)
 
     @property
     def internal(self) -> bool:
         return self.name in INTERNAL_TOPICS
+
+
+class _Tail:
+    """The batches appended to the active segment since this broker began appending to it
+    (or since the partition was opened): enough to serve fetches of them without
+    re-reading the segment's indexes.  Reads below :attr:`first_offset` use the
+    partition's :class:`~kafkawire.log.Log` view."""
+    __slots__ = ("base", "path", "first_offset", "lasts", "positions", "end", "txn")
+
+    def __init__(self, appended: AppendedBatches, first_offset: int) -> None:
+        self.base = appended.segment_base
+        self.path = appended.segment_path
+        #: First offset of the first batch held (batches before it end below it).
+        self.first_offset = first_offset
+        self.lasts: List[int] = []
+        self.positions: List[int] = []
+        #: Byte position where the last batch held ends.
+        self.end = appended.position
+        #: Whether a transactional or control batch is held (read_committed then takes the
+        #: view's path, which computes aborted transactions).
+        self.txn = False
+
+    def extend(self, appended: AppendedBatches) -> None:
+        for last, position, txn in appended.batches:
+            self.lasts.append(last)
+            self.positions.append(position)
+            self.txn = self.txn or txn
+        self.end = appended.end
 
 
 class Partition:
@@ -172,6 +204,7 @@ class Partition:
             recovery_point, self.log_end_offset)
         self._producers = ProducerStateManager(path)
         self._active_base = self.writer.active_segment_base if self.writer is not None else -1
+        self._tail: Optional[_Tail] = None
 
     @property
     def producers(self) -> ProducerStateManager:
@@ -234,6 +267,7 @@ class Partition:
             raise LogError(f"{self.path} is served read-only")
         first, last = self.writer.append_batches([data], assign_offsets=assign_offsets)
         self._stale = True
+        self._extend_tail(first)
         base = self.writer.active_segment_base
         if base != self._active_base:
             # A roll fsyncs the segment it closes: everything below the new base is on disk.
@@ -244,6 +278,18 @@ class Partition:
             if self._producers.loaded and base == first:
                 self._producers.take_snapshot(base)
         return first, last
+
+    def _extend_tail(self, first_offset: int) -> None:
+        """Add the writer's last append to the active segment's tail (a new tail when the
+        append did not follow the tail's last batch in the same segment)."""
+        appended = self.writer.last_append if self.writer is not None else None
+        if appended is None:
+            self._tail = None
+            return
+        tail = self._tail
+        if tail is None or tail.base != appended.segment_base or tail.end != appended.position:
+            tail = self._tail = _Tail(appended, first_offset)
+        tail.extend(appended)
 
     def track_producers(self, data: bytes, first_offset: int) -> None:
         """Record the producer batches of ``data``, appended at ``first_offset``, in the
@@ -291,6 +337,7 @@ class Partition:
         the log start offset up to ``log_start_offset``."""
         self._files = {}
         self._stale = True
+        self._tail = None
         self.log_start_offset = max(self.log_start_offset, min(log_start_offset,
                                                                self.log_end_offset))
 
@@ -330,6 +377,10 @@ class Partition:
         aborted: Optional[List[AbortedTxn]] = [] if committed else None
         if offset >= limit or max_bytes <= 0 and not min_one:
             return ReadResult(None, hw, lso, start, aborted)
+        tail = self._tail
+        if tail is not None and offset >= tail.first_offset and not (committed and tail.txn):
+            return self._read_tail(tail, offset, limit, max_bytes, min_one,
+                                   ReadResult(None, hw, lso, start, aborted))
         view = self._view()
         seg, pos = view.locate(offset)
         end = seg.size
@@ -350,8 +401,33 @@ class Partition:
             rows = seg.headers(pos, pos + count)
             upper = int(rows[-1, C.LAST_OFFSET]) + 1 if len(rows) else offset + 1
             ranges = view.aborted_transactions(offset, upper)
-            aborted = [t for t in ranges if t.first_offset < upper]
+            # Kafka's rule (TransactionIndex.collectAbortedTxns): those overlapping the read
+            aborted = [t for t in ranges if t.first_offset < upper and t.last_offset >= offset]
         return ReadResult(region, hw, lso, start, aborted)
+
+    def _read_tail(self, tail: _Tail, offset: int, limit: int, max_bytes: int, min_one: bool,
+                   empty: ReadResult) -> ReadResult:
+        """:meth:`read` of offsets in the active segment's tail, from the positions its
+        appends recorded.  Without transactional batches in the tail no aborted transaction
+        overlaps what is read (one still open holds the last stable offset below it)."""
+        lasts, positions = tail.lasts, tail.positions
+        i = bisect.bisect_left(lasts, offset)
+        if i >= len(lasts):
+            return empty
+        pos = positions[i]
+        end = tail.end
+        j = bisect.bisect_left(lasts, limit, i)
+        if j < len(lasts):
+            end = positions[j]
+        count = end - pos
+        if count > max_bytes:
+            first_size = (positions[i + 1] if i + 1 < len(positions) else tail.end) - pos
+            count = max(max_bytes, first_size) if min_one else max_bytes
+            count = min(count, end - pos)
+        if count <= 0:
+            return empty
+        region = FileRegion(self._file(tail.base, tail.path), pos, count)
+        return empty._replace(records=region)
 
     def log_batches(self, start_offset: Optional[int] = None) -> Iterator[Batch]:
         """Every batch from ``start_offset`` (default: the log start) to the log end, as
@@ -567,11 +643,20 @@ class PartitionManager:
         return None if t is None else t.partitions.get(index)
 
     def topic_config(self, topic: Topic, name: str) -> Optional[str]:
+        """The effective value of topic config ``name`` (cached per topic: produce and
+        fetch look several up per partition; :meth:`alter_topic_configs` clears it)."""
+        cache = topic.config_cache
+        try:
+            return cache[name]
+        except KeyError:
+            pass
+        v = None
         if topic.name in INTERNAL_TOPIC_CONFIGS and name not in topic.configs:
             v = INTERNAL_TOPIC_CONFIGS[topic.name].get(name)
-            if v is not None:
-                return v
-        return topic_config_value(name, topic.configs, self.config)[0]
+        if v is None:
+            v = topic_config_value(name, topic.configs, self.config)[0]
+        cache[name] = v
+        return v
 
     # -- topics -------------------------------------------------------------
     def _pick_dir(self) -> str:
@@ -698,6 +783,7 @@ class PartitionManager:
                 topic.configs.pop(k, None)
             else:
                 topic.configs[k] = v
+        topic.config_cache.clear()
         for p in topic.partitions.values():
             p.apply_configs()
         self._write_topic_configs()
