@@ -261,3 +261,26 @@ def test_fetch_sessions(kafka_broker):
     closed = fetch(sid, -1, [(0, 0)])
     assert closed.session_id == 0 and seen(closed) == [(0, 2)]
     assert fetch(sid, 5).error_code == 70
+
+
+@pytest.mark.parametrize("version", range(3, 12))
+def test_produce_response_fast_encoding_matches_the_codec(version):
+    """The produce handler encodes its answer directly: byte for byte what the protocol
+    codec encodes from the message objects, for every version served."""
+    from kafkawire.protocol import ProduceResponse, encode_response
+    from kafkawire.server.handlers.produce import encode_produce_response
+
+    topics = [("orders", [(0, 0, 12345, -1, 0, None), (3, 2, -1, -1, -1, "CRC mismatch ü")]),
+              ("t" * 300, [(i, 0, i << 33, 1_700_000_000_000 + i, i, None)
+                           for i in range(130)]),
+              ("empty", [])]
+    T = ProduceResponse.TopicProduceResponse
+    P = T.PartitionProduceResponse
+    msg = ProduceResponse(throttle_time_ms=0, responses=[
+        T(name=name, partition_responses=[
+            P(index=i, error_code=c, base_offset=b, log_append_time_ms=t, log_start_offset=s,
+              record_errors=[], error_message=m) for i, c, b, t, s, m in parts])
+        for name, parts in topics])
+    for corr in (0, 7, -5, 1 << 30):
+        assert encode_produce_response(version, corr, topics) == \
+            encode_response(msg, version, corr)

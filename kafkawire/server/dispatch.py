@@ -3,7 +3,8 @@
 A handler is ``async def handler(ctx, request, version) -> response`` where
 ``response`` is a response :class:`~kafkawire.protocol.Message`, a
 :class:`RawResponse` (a message whose record fields are file regions sent
-with ``sendfile``), or None (no answer: Produce with acks=0).  Register it
+with ``sendfile``), an :class:`EncodedResponse` (bytes the handler encoded
+itself), or None (no answer: Produce with acks=0).  Register it
 with :meth:`Dispatcher.register`.  ApiVersions is answered from the registry
 alone: an API without a handler is absent, never answered wrongly.
 """
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     from kafkawire.server.broker import Broker
     from kafkawire.server.partitions import FileRegion
 
-__all__ = ["RequestContext", "Dispatcher", "Handler", "RawResponse", "KAFKA_39_VERSIONS"]
+__all__ = ["RequestContext", "Dispatcher", "Handler", "RawResponse", "EncodedResponse",
+           "KAFKA_39_VERSIONS"]
 
 log = logging.getLogger("kafkawire.server.dispatch")
 
@@ -58,7 +60,14 @@ class RawResponse:
     regions: Dict[bytes, "FileRegion"]
 
 
-Response = Union[Message, RawResponse, None]
+@dataclass
+class EncodedResponse:
+    """A response a handler encoded itself (a hot API's fast path): the whole frame, size
+    prefix and response header included, sent as it is."""
+    frame: bytes
+
+
+Response = Union[Message, RawResponse, EncodedResponse, None]
 Handler = Callable[[RequestContext, Any, int], Awaitable[Response]]
 
 

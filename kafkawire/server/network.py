@@ -40,7 +40,7 @@ from kafkawire.protocol.headers import ResponseHeader
 from kafkawire.protocol.schema import Message
 from kafkawire.server.auth import PRE_AUTH_APIS, Listener, SaslConnection
 from kafkawire.server.codes import UNSUPPORTED_VERSION
-from kafkawire.server.dispatch import RawResponse, RequestContext
+from kafkawire.server.dispatch import EncodedResponse, RawResponse, RequestContext
 
 if TYPE_CHECKING:
     from kafkawire.server.broker import Broker
@@ -481,7 +481,9 @@ class NetworkServer:
         response = await handler(ctx, req.message, version)
         if response is None:
             return True
-        if isinstance(response, RawResponse):
+        if isinstance(response, EncodedResponse):
+            await self._write(conn, [response.frame])
+        elif isinstance(response, RawResponse):
             parts, _ = encode_raw_response(response, version, correlation_id)
             await self._write(conn, parts)
         else:

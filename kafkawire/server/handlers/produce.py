@@ -16,20 +16,20 @@ from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
 from kafkawire._format import (V2_ATTRIBUTES, V2_CRC, V2_CRC_START, V2_MAX_TIMESTAMP)
 from kafkawire.errors import CorruptRecordError, LogError
-from kafkawire.protocol import ApiKey, ProduceResponse
+from kafkawire.protocol import ApiKey
 from kafkawire.records import iter_batches
 from kafkawire.server.codes import (CORRUPT_MESSAGE, INVALID_RECORD, INVALID_REQUIRED_ACKS,
                                     INVALID_TOPIC_EXCEPTION,
                                     INVALID_TIMESTAMP, KAFKA_STORAGE_ERROR, MESSAGE_TOO_LARGE, NONE,
                                     TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION)
-from kafkawire.server.dispatch import RequestContext
+from kafkawire.server.dispatch import EncodedResponse, RequestContext
 from kafkawire.server.partitions import Partition
 from kafkawire.server.producer_state import ProducerStateError
 
 if TYPE_CHECKING:
     from kafkawire.server.broker import Broker
 
-__all__ = ["register", "ProduceError", "check_batches"]
+__all__ = ["register", "ProduceError", "check_batches", "encode_produce_response"]
 
 _LONG_MAX = (1 << 63) - 1
 Bytes = Union[bytes, bytearray, memoryview]
@@ -93,22 +93,75 @@ def check_batches(part: Partition, data: Bytes, now_ms: int) -> Tuple[Bytes, int
     return data, append_time, row
 
 
-async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optional[ProduceResponse]:
+#: One partition's answer: (index, error code, base offset, log append time, log start
+#: offset, error message).
+PartitionAnswer = Tuple[int, int, int, int, int, Optional[str]]
+_PART = struct.Struct(">ihq")
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+
+
+def encode_produce_response(version: int, correlation_id: int,
+                            topics: List[Tuple[str, List[PartitionAnswer]]]) -> bytes:
+    """The ProduceResponse frame (size prefix and header included) for ``topics``, encoded
+    directly: what :func:`kafkawire.protocol.encode_response` gives for the same answer
+    (no record errors, no leader hints, throttle 0), without building message objects."""
+    flexible = version >= 9
+    uvarint = K.write_unsigned_varint
+    out = bytearray(8)
+    _I32.pack_into(out, 4, correlation_id)
+    if flexible:
+        out += b"\0"                                     # header tagged fields
+
+    def count(n: int) -> None:
+        out.extend(uvarint(n + 1) if flexible else _I32.pack(n))
+
+    def string(text: Optional[str]) -> None:
+        if text is None:
+            out.extend(b"\0" if flexible else b"\xff\xff")
+            return
+        raw = text.encode("utf-8")
+        out.extend(uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw)))
+        out.extend(raw)
+
+    count(len(topics))
+    for name, parts in topics:
+        string(name)
+        count(len(parts))
+        for index, code, base, append_time, log_start, message in parts:
+            out += _PART.pack(index, code, base)
+            if version >= 2:
+                out += _I64.pack(append_time)
+            if version >= 5:
+                out += _I64.pack(log_start)
+            if version >= 8:
+                count(0)                                 # record errors
+                string(message)
+            if flexible:
+                out += b"\0"
+        if flexible:
+            out += b"\0"
+    out += b"\0\0\0\0"                                   # throttle time
+    if flexible:
+        out += b"\0"
+    _I32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optional[EncodedResponse]:
     broker = ctx.broker
     pm = broker.partitions
     acks = req.acks
-    T = ProduceResponse.TopicProduceResponse
-    P = T.PartitionProduceResponse
     now = int(time.time() * 1000)
     txn = broker.txn_coordinator
-    topics: List[Any] = []
+    topics: List[Tuple[str, List[PartitionAnswer]]] = []
     appended = False
     for td in req.topic_data:
-        parts = []
+        parts: List[PartitionAnswer] = []
         for pd in td.partition_data:
-            res = P(index=pd.index, error_code=NONE, base_offset=-1, log_append_time_ms=-1,
-                    log_start_offset=-1, record_errors=[], error_message=None)
-            parts.append(res)
+            base = append_time = log_start = -1
+            code, message = NONE, None
             part = pm.partition(td.name, pd.index)
             try:
                 if acks not in (-1, 0, 1):
@@ -125,39 +178,36 @@ async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optiona
                 if pd.records is None:
                     raise ProduceError(CORRUPT_MESSAGE, "no records")
                 # the records stay a view of the request: checked and written in place
-                data, append_time, row = check_batches(part, pd.records, now)
+                data, checked_time, row = check_batches(part, pd.records, now)
                 if txn is not None and row[C.ATTRIBUTES] & C.TRANSACTIONAL_MASK:
                     code = txn.check_produce(req.transactional_id, td.name, pd.index,
                                              row[C.PRODUCER_ID], row[C.PRODUCER_EPOCH])
                     if code:
                         raise ProduceError(code, "transaction state refuses this batch")
                 idempotent = row[C.PRODUCER_ID] >= 0
-                if idempotent:
-                    dup = part.producers.check(row)
-                    if dup is not None:   # a retried batch: answer with its offsets again
-                        res.base_offset = dup.first_offset
-                        res.log_start_offset = part.log_start_offset
-                        continue
-                first, last = part.append(data)
-                appended = True
-                if idempotent:
-                    part.producers.update(row, first, last)
-                res.base_offset = first
-                res.log_append_time_ms = append_time
-                res.log_start_offset = part.log_start_offset
+                dup = part.producers.check(row) if idempotent else None
+                if dup is not None:       # a retried batch: answer with its offsets again
+                    base, log_start = dup.first_offset, part.log_start_offset
+                else:
+                    first, last = part.append(data)
+                    appended = True
+                    if idempotent:
+                        part.producers.update(row, first, last)
+                    base, append_time, log_start = first, checked_time, part.log_start_offset
             except (ProduceError, ProducerStateError) as exc:
-                res.error_code, res.error_message = exc.code, exc.message
+                code, message = exc.code, exc.message
             except CorruptRecordError as exc:
-                res.error_code = CORRUPT_MESSAGE if exc.reason in _CORRUPT_REASONS else INVALID_RECORD
-                res.error_message = str(exc)
+                code = CORRUPT_MESSAGE if exc.reason in _CORRUPT_REASONS else INVALID_RECORD
+                message = str(exc)
             except LogError as exc:
-                res.error_code, res.error_message = KAFKA_STORAGE_ERROR, str(exc)
-        topics.append(T(name=td.name, partition_responses=parts))
+                code, message = KAFKA_STORAGE_ERROR, str(exc)
+            parts.append((pd.index, code, base, append_time, log_start, message))
+        topics.append((td.name, parts))
     if appended:
         pm.wake()
     if acks == 0:
         return None
-    return ProduceResponse(responses=topics, throttle_time_ms=0)
+    return EncodedResponse(encode_produce_response(version, ctx.correlation_id, topics))
 
 
 def register(broker: "Broker") -> None:
