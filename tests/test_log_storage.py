@@ -314,14 +314,9 @@ def _big_segment(root, total, rnd_seed=7):
     return folder
 
 
-def test_a_segment_larger_than_the_window_streams_in_bounded_memory(s3, tmp_path, monkeypatch):
-    folder = _big_segment(str(tmp_path), 8 << 20)
-    for n in os.listdir(folder):
-        s3["client"].upload_file(os.path.join(folder, n), BUCKET, f"big/big-0/{n}")
-    _no_whole_reads(monkeypatch)
-    block, biggest = 256 << 10, 310_000
-    st = _s3_storage(s3, block_size=block)
-    assert st.read_ahead
+def _watch_reads(monkeypatch):
+    """Lists filled as object storage is read: ``(position, length)`` of every ranged read of
+    a stream, the bytes of read buffers held at each block handed on, each block's length."""
     requests, held, blocks = [], [], []
     fill, stream = S.ObjectStorage._fill, S.ObjectStorage.stream
 
@@ -337,6 +332,18 @@ def test_a_segment_larger_than_the_window_streams_in_bounded_memory(s3, tmp_path
             yield view
     monkeypatch.setattr(S.ObjectStorage, "_fill", counting)
     monkeypatch.setattr(S.ObjectStorage, "stream", watched)
+    return requests, held, blocks
+
+
+def test_a_segment_larger_than_the_window_streams_in_bounded_memory(s3, tmp_path, monkeypatch):
+    folder = _big_segment(str(tmp_path), 8 << 20)
+    for n in os.listdir(folder):
+        s3["client"].upload_file(os.path.join(folder, n), BUCKET, f"big/big-0/{n}")
+    _no_whole_reads(monkeypatch)
+    block, biggest = 256 << 10, 310_000
+    st = _s3_storage(s3, block_size=block)
+    assert st.read_ahead
+    requests, held, blocks = _watch_reads(monkeypatch)
     with Log.open(folder) as lo:
         seg_size = lo.segments[0].size
         want = [(r.offset, r.value) for r in lo.records()]
@@ -516,3 +523,79 @@ def test_column_chunks_stream_from_s3_like_local(s3, logdirs, monkeypatch):
                     b = np.concatenate([getattr(c, col) for c in want]) if want else []
                     assert list(a) == list(b), (key, col, kw)
                 assert ([v for c in got for v in c.values()] == [v for c in want for v in c.values()])
+
+
+# -- the CLI given one segment's URL -----------------------------------------------------
+
+def _without_root(result, path):
+    """A command's ``(code, stdout, stderr)`` with the segment's folder written ``{R}``."""
+    code, out, errs = result
+    root = path.rsplit("/", 1)[0]
+    return code, out.replace(root, "{R}"), errs.replace(root, "{R}")
+
+
+_SEGMENT_COMMANDS = (["stats", "--no-progress", "{F}"],
+                     ["stats", "--json", "--no-progress", "{F}"],
+                     ["dump", "--no-progress", "--files", "{F}"],
+                     ["dump", "--no-progress", "--deep-iteration", "--files", "{F}"],
+                     ["dump", "--no-progress", "--json", "--deep-iteration", "--files", "{F}"])
+
+
+def test_stats_and_dump_of_a_segment_url_stream_it_in_bounded_memory(aws_env, s3, tmp_path,
+                                                                     monkeypatch):
+    folder = _big_segment(str(tmp_path), 8 << 20)
+    for n in os.listdir(folder):
+        s3["client"].upload_file(os.path.join(folder, n), BUCKET, f"cli-big/big-0/{n}")
+    name = sorted(n for n in os.listdir(folder) if n.endswith(".log"))[0]
+    local, url = os.path.join(folder, name), f"s3://{BUCKET}/cli-big/big-0/{name}"
+    seg_size = os.path.getsize(local)
+    block, biggest = 256 << 10, 310_000
+    S.object_storage(url).block_size = block      # the storage the CLI takes from the environment
+    _no_whole_reads(monkeypatch)
+    requests, held, _blocks = _watch_reads(monkeypatch)
+    assert seg_size > 30 * block
+    for argv in _SEGMENT_COMMANDS:
+        del requests[:], held[:], _blocks[:]
+        got = _cli(*[a.replace("{F}", url) for a in argv])
+        assert got[0] == 0, (argv, got[2])
+        # one sequential pass over the segment, each byte fetched once, in reads of a block or
+        # of a batch larger than a block; two read buffers held, each a block or the largest batch
+        assert [p for p, _ in requests] == list(itertools.accumulate([0] + [n for _, n in requests[:-1]]))
+        assert sum(n for _, n in requests) == seg_size, argv
+        assert max(n for _, n in requests) <= max(block, biggest)
+        assert len(held) > 30 and max(held) <= 2 * max(block, biggest) < seg_size / 10, argv
+        want = _cli(*[a.replace("{F}", local) for a in argv])
+        assert _without_root(got, url) == _without_root(want, local), argv
+
+
+@pytest.mark.parametrize("damage", ["zeros", "cut", "garbage", "crc"])
+def test_stats_and_dump_of_a_damaged_segment_url_equal_local(aws_env, s3, logdirs, tmp_path,
+                                                            monkeypatch, damage):
+    part = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
+    name = sorted(n for n in os.listdir(os.path.join(logdirs, part)) if n.endswith(".log"))[-1]
+    data = open(os.path.join(logdirs, part, name), "rb").read()
+    with Log.open(os.path.join(logdirs, part)) as lo:
+        rows = lo.segments[-1].headers()
+    middle = int(rows[len(rows) // 2, 0])
+    if damage == "zeros":
+        data += b"\0" * 5000
+    elif damage == "cut":           # a batch whose length runs past the end
+        data += data[middle:middle + 12] + b"\x01" * 40
+    elif damage == "garbage":       # a length below the minimum, then bytes
+        data += b"\0" * 8 + b"\0\0\0\x05" + b"\x7f" * 3000
+    else:                           # a checksum flipped in the middle
+        data = data[:middle + 17] + bytes([data[middle + 17] ^ 0xFF]) + data[middle + 18:]
+    (tmp_path / part).mkdir()
+    local = tmp_path / part / name
+    local.write_bytes(data)
+    key = f"damaged-cli-{damage}/{part}/{name}"
+    s3["client"].put_object(Bucket=BUCKET, Key=key, Body=data)
+    url = f"s3://{BUCKET}/{key}"
+    # many blocks: each batch a block of its own (1500), or blocks cutting batches
+    S.object_storage(url).block_size = {"zeros": 4000, "cut": 1500, "garbage": 4000, "crc": 7000}[damage]
+    _no_whole_reads(monkeypatch)
+    for argv in _SEGMENT_COMMANDS + (["dump", "--no-progress", "--print-data-log", "--files", "{F}"],):
+        got = _cli(*[a.replace("{F}", url) for a in argv])
+        want = _cli(*[a.replace("{F}", str(local)) for a in argv])
+        assert _without_root(got, url) == _without_root(want, str(local)), argv
+        assert got[0] == 1 or damage == "crc", argv

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 import kafkawire
-from kafkawire import _kernels as K
-from kafkawire import _scan_common as C
 from kafkawire.cli import jsonout, text
+from kafkawire.cli.logbytes import LogBytes
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.paths import PartitionTarget, PathError, resolve
 from kafkawire.cli.progress import Progress, total_size
@@ -22,7 +21,7 @@ from kafkawire.errors import (CodecNotInstalledError, CorruptRecordError, KafkaW
 from kafkawire.log import files as F
 from kafkawire.log.compact import Cleaner
 from kafkawire.log.retention import plan_retention, purge_deleted
-from kafkawire.log.storage import is_url, map_file, storage_for
+from kafkawire.log.storage import is_url, storage_for
 from kafkawire.log.verify import VerifyReport, describe_tail, verify_segment
 
 
@@ -171,44 +170,49 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
         st.segments += 1
         if bar is not None:
             bar.set_label(os.path.basename(log_path))
-        with map_file(log_path) as f:
-            size = len(f)
+        with LogBytes(log_path) as lb:   # mapped, or streamed from object storage
+            size = lb.size
             st.bytes += size
-            it = kafkawire.iter_batches(f.data)
             consumed = 0
             reported = 0
             last = -1
-            try:
-                for batch in it:
-                    count = batch.record_count
-                    try:
-                        if count is None:
-                            count = len(batch.records())
-                        unc = uncompressed_size(batch)
-                    except CodecNotInstalledError as e:
-                        entry = st.not_decoded.setdefault(e.codec, [0, str(e)])
-                        entry[0] += 1
-                        unc = None
-                        count = count or 0
-                    except KafkaWireError as e:
+            for buf, base, stop in lb.blocks():
+                it = kafkawire.iter_batches(buf, end=stop, base_position=base)
+                try:
+                    for batch in it:
+                        count = batch.record_count
+                        try:
+                            if count is None:
+                                count = len(batch.records())
+                            unc = uncompressed_size(batch)
+                        except CodecNotInstalledError as e:
+                            entry = st.not_decoded.setdefault(e.codec, [0, str(e)])
+                            entry[0] += 1
+                            unc = None
+                            count = count or 0
+                        except KafkaWireError as e:
+                            st.errors.append(f"{log_path}: {e}")
+                            unc = None
+                            count = count or 0
+                        st.add_batch(batch, count, unc)
+                        consumed = batch.position + batch.size
+                        last = max(last, batch.last_offset)
+                        if bar is not None and consumed - reported >= _PROGRESS_STEP:
+                            bar.advance(consumed - reported)
+                            reported = consumed
+                except KafkaWireError as e:
+                    # Invalid bytes at the end are reported below, the same way zero-filled or not.
+                    if not (getattr(e, "reason", None) in ("length", "truncated")
+                            and (lb.partial_at(consumed) or lb.zero_from(consumed))):
                         st.errors.append(f"{log_path}: {e}")
-                        unc = None
-                        count = count or 0
-                    st.add_batch(batch, count, unc)
-                    consumed = batch.position + batch.size
-                    last = max(last, batch.last_offset)
-                    if bar is not None and consumed - reported >= _PROGRESS_STEP:
-                        bar.advance(consumed - reported)
-                        reported = consumed
-            except KafkaWireError as e:
-                # Invalid bytes at the end are reported below, the same way zero-filled or not.
-                if not (getattr(e, "reason", None) in ("length", "truncated")
-                        and _only_tail_left(f.data, consumed, size)):
-                    st.errors.append(f"{log_path}: {e}")
+                    break
+                if consumed != base + stop:
+                    break       # a batch running past the end: the rest is the tail
             st.invalid_bytes += size - consumed
             if size > consumed:
                 st.errors.append(f"{log_path}: position {consumed}: "
-                                 + describe_tail(f.data, consumed, size, last)[1])
+                                 + describe_tail(None, consumed, size, last,
+                                                 zero=lb.zero_from(consumed))[1])
         if bar is not None:
             bar.advance(size - reported)
     return st
@@ -216,13 +220,6 @@ def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> 
 
 #: Bytes between progress updates within a segment.
 _PROGRESS_STEP = 4 << 20
-
-
-def _only_tail_left(data, position: int, end: int) -> bool:
-    """Whether what follows ``position`` is only an end of segment that no batch completes
-    (zeros, or a header whose length runs past the end)."""
-    status = K.scan_batches(data, position, end, 1, False)[2]
-    return K.buffer_is_zero(data, position, end) or status == C.PARTIAL
 
 
 def _partition_metadata(st: PartitionStats) -> None:

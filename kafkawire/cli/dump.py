@@ -22,6 +22,7 @@ from kafkawire import _dumpfmt_common as FMT
 from kafkawire import _kernels as K
 from kafkawire import compression
 from kafkawire.cli import indexdump, jsonout, text
+from kafkawire.cli.logbytes import LogBytes
 from kafkawire.cli.output import Printer, err
 from kafkawire.cli.progress import Progress, total_size
 from kafkawire.errors import CodecNotInstalledError, CorruptRecordError, KafkaWireError
@@ -248,16 +249,19 @@ class Dumper:
                 self.out.text(f"Snapshot end offset: {int(m.group(1))}, epoch: {int(m.group(2))}")
         elif name[:1].isdigit():
             self.out.text(f"Log starting offset: {indexdump.base_offset_of(path)}")
-        with indexdump.map_file(path) as f:
-            size = len(f)
-            end = min(size, max(o.max_bytes, 0))
+        with LogBytes(path, o.max_bytes) as lb:    # mapped, or streamed from object storage
+            end = lb.end
             self._valid = 0
             reported = False
+            last_offset = -1
             try:
-                self._walk_log(path, f.data, end)
+                for buf, base, stop in lb.blocks():
+                    last_offset = self._walk_log(path, buf, stop, base, last_offset)
+                    if self._valid != base + stop:
+                        break   # a batch running past the end: the rest is the tail
             except CorruptRecordError as e:
                 if not (e.reason == "length" and e.position == self._valid
-                        and _zero(f.data, self._valid, end)):
+                        and lb.zero_from(self._valid)):
                     err(f"kafkawire: {path}: {_describe(e)}")
                     reported = True
                 self.status = 1
@@ -270,7 +274,8 @@ class Dumper:
                 # Invalid bytes at the end are damage, zero-filled or a batch cut short alike.
                 if not reported:
                     err(f"kafkawire: {path}: position {self._valid}: "
-                        + describe_tail(f.data, self._valid, end, _last_offset(f.data, self._valid))[1])
+                        + describe_tail(None, self._valid, end, lb.last_offset_before(self._valid),
+                                        zero=lb.zero_from(self._valid))[1])
                 self.status = 1
 
     def _format_mode(self) -> Optional[int]:
@@ -287,21 +292,21 @@ class Dumper:
             return json
         return FMT.PRINT if o.print_data_log else 0
 
-    def _walk_log(self, path: str, data: Any, end: int) -> None:
-        """Dump the batches of ``data[:end]``, advancing ``self._valid`` past each one.
+    def _walk_log(self, path: str, data: Any, end: int, base: int = 0, last_offset: int = -1) -> int:
+        """Dump the batches of ``data[:end]`` (``data`` is the file from position ``base``),
+        advancing ``self._valid`` past each one; returns the last offset dumped, which the
+        next block's walk checks its first offsets against.
 
         Runs of plain v2 batches are rendered by ``K.dump_batches`` (whole batches
         straight to bytes); every other batch takes the general path, one at a time.
         """
         mode = self._format_mode()
         if mode is None:
-            self._general(path, data, 0, end, -1, None)
-            return
-        last_offset = -1
+            return self._general(path, data, 0, end, last_offset, None, base=base)
         pos = 0
         while pos < end:
             out, stop, last_offset, status, gaps = K.dump_batches(
-                data, pos, end, mode, 0, last_offset, _CHUNK)
+                data, pos, end, mode, base, last_offset, _CHUNK)
             for a, b in gaps:
                 self.problems._add(self.problems.non_consecutive, path, a, b)
             self.out.write_bytes(out)
@@ -310,10 +315,11 @@ class Dumper:
             if status != FMT.GENERAL:
                 continue
             before = self._valid
-            last_offset = self._general(path, data, pos, end, last_offset, mode, one=True)
+            last_offset = self._general(path, data, pos, end, last_offset, mode, one=True, base=base)
             if self._valid == before:
-                return  # a partial tail: nothing more to read
-            pos = self._valid
+                return last_offset  # a partial tail: nothing more to read
+            pos = self._valid - base
+        return last_offset
 
     def _advance(self, n: int) -> None:
         self._valid += n
@@ -322,12 +328,13 @@ class Dumper:
             self._advanced = self._valid
 
     def _general(self, path: str, data: Any, start: int, end: int, last_offset: int,
-                 mode: Optional[int], one: bool = False) -> int:
-        """The batch-object path: every batch from ``start`` (only the first with ``one``)."""
+                 mode: Optional[int], one: bool = False, base: int = 0) -> int:
+        """The batch-object path: every batch from ``start`` (only the first with ``one``);
+        ``data`` is the file from position ``base``."""
         o = self.opts
         parser = o.parser
         it = kafkawire.iter_batches(data, start=start, end=_one_batch_end(data, start, end)
-                                    if one else end,
+                                    if one else end, base_position=base,
                                     max_decompressed_size=o.max_decompressed_size)
         for batch in it:
             position = batch.position
@@ -425,16 +432,6 @@ def _one_batch_end(data: Any, pos: int, end: int) -> int:
         if length >= 14:
             return min(end, pos + 12 + length)
     return end
-
-
-def _zero(data: Any, start: int, end: int) -> bool:
-    return bool(K.buffer_is_zero(data, start, end))
-
-
-def _last_offset(data: Any, end: int) -> int:
-    """Last offset of the batches in ``data[:end]`` (-1 when there is none)."""
-    rows = K.scan_batches(data, 0, end, -1, False)[0]
-    return int(rows[:, 3].max()) if len(rows) else -1
 
 
 def _describe(e: BaseException) -> str:
