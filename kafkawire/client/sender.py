@@ -121,20 +121,25 @@ class ProduceFrame:
                 n += 4 + (len(_uvarint(k + 1)) if flex else 4) + k + flex
         return n
 
+    def _growth(self, topic: str, nbytes: int) -> int:
+        """How many bytes adding a partition's ``nbytes`` of batch for ``topic`` adds (the
+        counts of topics and partitions in front of them may grow a byte too)."""
+        flex = self.flexible
+        grow = 4 + (len(_uvarint(nbytes + 1)) if flex else 4) + nbytes + flex
+        parts = self.topics.get(topic)
+        if parts is None:
+            n = len(self.topics)
+            return grow + self._count(n + 1) - self._count(n) + len(_string(topic, flex)) \
+                + self._count(1) + flex
+        return grow + self._count(len(parts) + 1) - self._count(len(parts))
+
     def size_with(self, topic: str, partition: int, nbytes: int) -> int:
         """The frame's size once a batch of ``nbytes`` for ``topic`` is added."""
-        parts = self.topics.setdefault(topic, [])
-        parts.append((partition, b"", _Bytes(nbytes)))
-        try:
-            return self._size()
-        finally:
-            parts.pop()
-            if not parts:
-                del self.topics[topic]
+        return self.size + self._growth(topic, nbytes)
 
     def add(self, topic: str, partition: int, head: bytes, records: Any) -> None:
+        self.size += self._growth(topic, len(head) + len(records))
         self.topics.setdefault(topic, []).append((partition, head, records))
-        self.size = self._size()
 
     def parts(self) -> List[Any]:
         """The frame as buffers for ``socket.sendmsg`` (small fields joined)."""
@@ -167,18 +172,6 @@ def request_overhead(client_id: Optional[str], transactional_id: Optional[str]) 
     any topic name Kafka allows)."""
     return max(ProduceFrame(v, 0, client_id, transactional_id, -1, 0).size_with("t" * 249, 0, 0)
                for v in (3, _FLEXIBLE_PRODUCE))
-
-
-class _Bytes:
-    """A stand-in of ``n`` bytes for sizing a frame."""
-
-    __slots__ = ("n",)
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
 
 
 class _Request:
