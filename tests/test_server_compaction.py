@@ -179,3 +179,34 @@ def test_a_consumer_reading_while_the_cleaner_runs_sees_no_gap_and_no_error(tmp_
             latest[k] = v
         assert {k: v for _o, k, v in seen} == latest    # every key's last value was read
     verify_clean(d)
+
+
+def test_max_compaction_lag_rolls_the_active_segment(tmp_path):
+    """A compacted topic's active segment rolls once its records are max.compaction.lag.ms
+    old (Kafka's LogConfig.maxSegmentMs), so the cleaner can reach them; a topic that is not
+    compacted keeps segment.ms; the limit follows IncrementalAlterConfigs."""
+    from kafkawire.records import BatchBuilder
+
+    def batch(ts):
+        bb = BatchBuilder()
+        bb.append(b"v", key=b"k", timestamp=ts)
+        return bb.build()
+
+    def segments(name):
+        return len(glob.glob(os.path.join(d, f"{name}-0", "*.log")))
+
+    d = str(tmp_path / "logs")
+    lag = {"max.compaction.lag.ms": "60000"}
+    with running_broker(d, config={"log.cleaner.enable": "false"}) as b:
+        b.create_topic("lag", 1, dict(lag, **{"cleanup.policy": "compact"}))
+        b.create_topic("plain", 1, lag)
+        for name in ("lag", "plain"):
+            for ts in (TS, TS + 30_000, TS + 61_000, TS + 90_000):
+                b.call(lambda: b.partitions.append(name, 0, batch(ts)))
+        assert segments("lag") == 2 and segments("plain") == 1
+        b.call(lambda: b.partitions.alter_topic_configs("lag", {"max.compaction.lag.ms": None}))
+        b.call(lambda: b.partitions.append("lag", 0, batch(TS + 10 * DAY // 10)))
+        assert segments("lag") == 2
+        b.call(lambda: b.partitions.alter_topic_configs("lag", {"max.compaction.lag.ms": "1000"}))
+        b.call(lambda: b.partitions.append("lag", 0, batch(TS + 10 * DAY // 10 + 2000)))
+        assert segments("lag") == 3

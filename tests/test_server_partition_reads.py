@@ -85,3 +85,40 @@ def test_tail_reads_match_view_reads(tmp_path):
     assert part._tail is not None
     _same(part)
     pm.close()
+
+
+def test_new_partitions_are_fsynced_off_the_callers_thread(tmp_path, monkeypatch):
+    """Creating a topic writes its folders and files at once and leaves the fsyncs (each
+    partition.metadata, each folder, the log dir) to a thread of their own; closing the
+    manager waits for them; the topic reopens with one id."""
+    import os
+    import threading
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("names what was fsynced through /proc")
+    synced = []
+    real = os.fsync
+
+    def fsync(fd):
+        synced.append((threading.current_thread() is threading.main_thread(),
+                       os.readlink(f"/proc/self/fd/{fd}")))
+        return real(fd)
+
+    pm = PartitionManager([str(tmp_path)], BrokerConfig())
+    monkeypatch.setattr(os, "fsync", fsync)
+    pm.create_topic("many", 20)
+    pm.add_partitions("many", 25)
+    pm.wait_synced(60)
+    monkeypatch.setattr(os, "fsync", real)
+    assert not [p for main, p in synced if main]
+    paths = {p for _, p in synced}
+    for i in range(25):
+        folder = str(tmp_path / f"many-{i}")
+        assert folder in paths and os.path.join(folder, "partition.metadata") in paths
+    assert str(tmp_path) in paths
+    ids = {pm.partition("many", i).topic.topic_id for i in range(25)}
+    pm.close()
+    pm = PartitionManager([str(tmp_path)], BrokerConfig())
+    pm.load()
+    assert len(pm.topics["many"].partitions) == 25 and {pm.topics["many"].topic_id} == ids
+    pm.close()

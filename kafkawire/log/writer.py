@@ -323,6 +323,10 @@ class LogWriter:
     ``recovery_point`` (a broker's ``recovery-point-offset-checkpoint`` entry):
     opening re-validates only the segment holding it and later ones; earlier
     segments were flushed and are trusted (None: every segment is re-validated).
+
+    ``sync_new_folder=False``: the first segment of a folder without segments is
+    created without fsyncing the folder; the caller fsyncs it (a broker creating many
+    partitions at once does it off its request path).
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
@@ -332,8 +336,9 @@ class LogWriter:
                  flush_messages: Optional[int] = None, flush_ms: Optional[int] = None,
                  clock: Optional[Callable[[], int]] = None,
                  rng: Optional[random.Random] = None,
-                 recovery_point: Optional[int] = None) -> None:
+                 recovery_point: Optional[int] = None, sync_new_folder: bool = True) -> None:
         self.path = os.path.abspath(os.fspath(path))
+        self._sync_new_folder = sync_new_folder
         if segment_bytes < 64:
             raise ValueError("segment_bytes must be at least 64")
         if max_index_bytes < TIME_ENTRY_SIZE:
@@ -376,7 +381,7 @@ class LogWriter:
     def _resume(self) -> None:
         listing = F.list_partition(self.path)
         if not listing.segments:
-            self._open_segment(self.next_offset)
+            self._open_segment(self.next_offset, existing=not self._sync_new_folder)
             return
         log = Log.open(self.path)
         try:
