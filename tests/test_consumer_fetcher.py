@@ -119,3 +119,44 @@ def test_answers_that_are_not_appended():
                                                              2)
     first.take(1)
     assert not first.can_absorb(_answer(5, 2), 2)                      # already handed out from
+
+
+@pytest.mark.parametrize("version", range(4, 18))
+def test_fetch_frame_is_what_the_generic_encoder_writes(version):
+    import random
+    import uuid
+
+    from kafkawire import protocol as P
+    from kafkawire.client.fetcher import fetch_frame
+    rnd = random.Random(version)
+    by_id = version >= 13
+    for trial in range(25):
+        topics, forgotten = [], []
+        for t in range(rnd.randrange(0, 4)):
+            name = uuid.UUID(int=rnd.getrandbits(128)) if by_id else \
+                "topic-\u00e9" + "t" * rnd.randrange(0, 150) + str(t)
+            topics.append((name, [(rnd.randrange(0, 300), rnd.randrange(-1, 9),
+                                   rnd.randrange(-1, 1 << 62), rnd.randrange(1, 1 << 30))
+                                  for _ in range(rnd.randrange(1, 140 if trial == 0 else 4))]))
+        if version >= 7:
+            for t in range(rnd.randrange(0, 3)):
+                name = uuid.UUID(int=rnd.getrandbits(128)) if by_id else "gone-%d" % t
+                forgotten.append((name, [rnd.randrange(0, 50) for _ in range(rnd.randrange(1, 5))]))
+        client_id = rnd.choice([None, "", "consumer-1", "c" * 200])
+        rack = rnd.choice(["", "rack-a"]) if version >= 11 else ""
+        args = dict(max_wait_ms=rnd.randrange(0, 1000), min_bytes=rnd.randrange(1, 100),
+                    max_bytes=rnd.randrange(1, 1 << 30), isolation_level=rnd.randrange(2),
+                    session_id=rnd.randrange(0, 1 << 30) if version >= 7 else 0,
+                    session_epoch=rnd.randrange(-1, 100) if version >= 7 else -1)
+        key = "topic_id" if by_id else "topic"
+        req = P.FetchRequest(
+            **args, rack_id=rack,
+            topics=[{key: name, "partitions": [
+                {"partition": p, "current_leader_epoch": e, "fetch_offset": o,
+                 "partition_max_bytes": m} for p, e, o, m in parts]} for name, parts in topics],
+            forgotten_topics_data=[{key: name, "partitions": parts} for name, parts in forgotten])
+        want = P.encode_request(req, version, 41, client_id)
+        got = fetch_frame(version, 41, client_id, args["max_wait_ms"], args["min_bytes"],
+                          args["max_bytes"], args["isolation_level"], args["session_id"],
+                          args["session_epoch"], topics, forgotten, rack)
+        assert got == want

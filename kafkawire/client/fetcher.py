@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import logging
 import select
+import struct
 import time
 from typing import Any, Deque, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -425,9 +426,11 @@ class Fetcher:
             try:
                 conn = self.client._node(node)
                 version = self.client._version(conn, A.FETCH)
-                req, offsets, ids = self._request(tps, version, session)
-                timeout_ms = self.client.request_timeout * 1000 + self.max_wait_ms
-                pending = self.client._send(conn, req, version, timeout_ms)
+                cid = conn.next_correlation_id()
+                frame, offsets, ids = self._request(tps, version, session, cid)
+                pending = conn.send(frame, cid, A.FETCH, version,
+                                    timeout=self.client.request_timeout + self.max_wait_ms / 1000,
+                                    decode=lambda f, v=version: A.decode_response(A.FETCH, v, f))
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 log.debug("fetch to broker %s not sent: %s", node, exc)
                 session.failed()
@@ -436,9 +439,10 @@ class Fetcher:
                 continue
             self.in_flight[node] = (pending, conn, offsets, ids)
 
-    def _request(self, tps: Sequence[TopicPartition], version: int, session: FetchSession):
-        """The Fetch for ``tps``, with the session's view of them (``{partition: offset}``)
-        and the topic names of the ids it uses."""
+    def _request(self, tps: Sequence[TopicPartition], version: int, session: FetchSession,
+                 cid: int):
+        """The Fetch frame for ``tps`` (correlation id ``cid``), with the session's view of
+        them (``{partition: offset}``) and the topic names of the ids it uses."""
         cluster = self.client.cluster
         by_id = version >= _TOPIC_ID_VERSION
         wanted: Dict[TopicPartition, tuple] = {}
@@ -462,24 +466,17 @@ class Fetcher:
             session_id, epoch = session.session_id, session.epoch
         else:
             send, forget, session_id, epoch = wanted, [], 0, -1
-        by_topic: Dict[str, list] = {}
-        for tp, (offset, leader_epoch, max_bytes, _) in send.items():
-            by_topic.setdefault(tp[0], []).append({
-                "partition": tp[1], "fetch_offset": offset, "partition_max_bytes": max_bytes,
-                "current_leader_epoch": leader_epoch})
-        topics = [{"topic_id": wanted[TopicPartition(t, parts[0]["partition"])][3],
-                   "partitions": parts} if by_id else {"topic": t, "partitions": parts}
-                  for t, parts in by_topic.items()]
+        by_topic: Dict[Any, list] = {}
+        for tp, (offset, leader_epoch, max_bytes, tid) in send.items():
+            by_topic.setdefault(tid if by_id else tp[0], []).append(
+                (tp[1], leader_epoch, offset, max_bytes))
         gone: Dict[Any, List[int]] = {}
         for tp, tid in forget:
             gone.setdefault(tid if by_id else tp[0], []).append(tp[1])
-        forgotten = [{"topic_id": k, "partitions": v} if by_id else {"topic": k, "partitions": v}
-                     for k, v in gone.items()]
-        req = P.FetchRequest(max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
-                             max_bytes=self.max_bytes, isolation_level=self.isolation_level,
-                             session_id=session_id, session_epoch=epoch, topics=topics,
-                             forgotten_topics_data=forgotten, rack_id=self.rack)
-        return req, {tp: data[0] for tp, data in wanted.items()}, ids
+        frame = fetch_frame(version, cid, self.client.client_id, self.max_wait_ms,
+                            self.min_bytes, self.max_bytes, self.isolation_level, session_id,
+                            epoch, list(by_topic.items()), list(gone.items()), self.rack)
+        return frame, {tp: data[0] for tp, data in wanted.items()}, ids
 
     # -------------------------------------------------------------- receiving
     def wait(self, timeout: float) -> None:
@@ -680,6 +677,83 @@ def _plain(batches: Sequence[Any]) -> bool:
     """True when every batch is an uncompressed v2 batch."""
     return all(getattr(b, "magic", 0) == 2 and not getattr(b, "attributes", 7) & 0x07
                for b in batches)
+
+
+_HEAD = struct.Struct(">ihhi")          # size, api key, version, correlation id
+_I32 = struct.Struct(">i")
+_PARTITION = struct.Struct(">iiq")      # partition, current leader epoch, fetch offset
+_FLEXIBLE = 12                          # FetchRequest's first flexible version
+
+
+def _uvarint(n: int) -> bytes:
+    return K.write_unsigned_varint(n)  # type: ignore[no-any-return]
+
+
+def fetch_frame(version: int, correlation_id: int, client_id: Optional[str], max_wait_ms: int,
+                min_bytes: int, max_bytes: int, isolation_level: int, session_id: int,
+                session_epoch: int, topics: Sequence[Tuple[Any, Sequence[Tuple[int, int, int, int]]]],
+                forgotten: Sequence[Tuple[Any, Sequence[int]]], rack_id: str) -> bytes:
+    """A FetchRequest frame (versions 4 and up), written directly: the bytes
+    ``protocol.encode_request`` writes for the same request, without building its message
+    objects for every poll.  ``topics``: ``(name or topic id, [(partition, current leader
+    epoch, fetch offset, partition max bytes)])``; ``forgotten``: ``(name or topic id,
+    [partition])``."""
+    flex = version >= _FLEXIBLE
+    by_id = version >= _TOPIC_ID_VERSION
+    out = bytearray(_HEAD.pack(0, A.FETCH, version, correlation_id))
+    if client_id is None:
+        out += b"\xff\xff"
+    else:
+        raw = client_id.encode("utf-8")
+        out += len(raw).to_bytes(2, "big") + raw
+    if flex:
+        out += b"\0"                                 # the header's tagged fields
+
+    def count(n: int) -> bytes:
+        return _uvarint(n + 1) if flex else _I32.pack(n)
+
+    def topic(t: Any) -> bytes:
+        if by_id:
+            return t.bytes  # type: ignore[no-any-return]
+        raw = t.encode("utf-8")
+        return (_uvarint(len(raw) + 1) if flex else len(raw).to_bytes(2, "big")) + raw
+
+    if version < 15:
+        out += b"\xff\xff\xff\xff"                    # replica id -1: a consumer
+    out += struct.pack(">iiib", max_wait_ms, min_bytes, max_bytes, isolation_level)
+    if version >= _SESSION_VERSION:
+        out += struct.pack(">ii", session_id, session_epoch)
+    tail = b"\0" if flex else b""
+    out += count(len(topics))
+    for t, parts in topics:
+        out += topic(t)
+        out += count(len(parts))
+        for partition, leader_epoch, offset, part_max in parts:
+            if version >= 9:
+                out += _PARTITION.pack(partition, leader_epoch, offset)
+            else:
+                out += _I32.pack(partition) + offset.to_bytes(8, "big", signed=True)
+            if version >= 12:
+                out += b"\xff\xff\xff\xff"            # last fetched epoch: unknown
+            if version >= 5:
+                out += b"\xff" * 8                    # log start offset: a consumer's -1
+            out += _I32.pack(part_max)
+            out += tail
+        out += tail
+    if version >= _SESSION_VERSION:
+        out += count(len(forgotten))
+        for t, parts in forgotten:
+            out += topic(t)
+            out += count(len(parts))
+            for partition in parts:
+                out += _I32.pack(partition)
+            out += tail
+    if version >= 11:
+        raw = rack_id.encode("utf-8")
+        out += (_uvarint(len(raw) + 1) if flex else len(raw).to_bytes(2, "big")) + raw
+    out += tail                                       # the request's tagged fields
+    _I32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
 
 
 def _next_fetch(st: PartitionState) -> Optional[int]:
