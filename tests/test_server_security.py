@@ -95,6 +95,15 @@ def test_confluent_ssl(secure_broker, pki):
                          "tls", _records("t", 200))
 
 
+def test_confluent_ssl_requests_of_many_tls_records(secure_broker, pki):
+    """Produce requests of several hundred KiB arrive over TLS in many TLS records and are
+    read whole (the connection's buffer grows to hold them); fetches answer them back."""
+    recs = [(b"big-%d" % i, bytes([i % 251]) * 2000) for i in range(1500)]
+    _confluent_roundtrip(secure_broker.listeners["SSL"],
+                         {"security.protocol": "SSL", "ssl.ca.location": pki["ca"]},
+                         "tls-big", recs)
+
+
 def test_metadata_advertises_the_listener_asked(secure_broker, pki):
     cka = pytest.importorskip("confluent_kafka.admin")
     for name, settings in (("PLAINTEXT", {}), ("SSL", {"security.protocol": "SSL",
