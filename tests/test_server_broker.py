@@ -248,3 +248,23 @@ def test_large_pipelined_and_trickled_requests(kafka_broker):
         assert corr == 99 and r.responses[0].partition_responses[0].base_offset == at
         assert decode_response(ApiKey.METADATA, 12, second).correlation_id == 100
     assert b.call(lambda: b.partitions.partition("big", 0).high_watermark) == at + 3
+
+
+def test_requests_sent_before_a_half_close_are_answered(kafka_broker):
+    with socket.create_connection(kafka_broker.address) as s:
+        s.sendall(b"".join(encode_request(MetadataRequest(topics=None), 12, c, "h")
+                           for c in (1, 2)))
+        s.shutdown(socket.SHUT_WR)
+        s.settimeout(30)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    corrs = []
+    while data:
+        n = struct.unpack(">i", data[:4])[0]
+        corrs.append(struct.unpack(">i", data[4:8])[0])
+        data = data[4 + n:]
+    assert corrs == [1, 2]

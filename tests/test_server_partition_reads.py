@@ -79,6 +79,17 @@ def test_tail_reads_match_view_reads(tmp_path):
         pm.append("t", 0, _batch(rng, 2))
     assert part._tail is not None and part._tail.first_offset > part.log_view().segments[-1].base_offset
     _same(part)
+    # a tail keeping only its newest batches
+    import kafkawire.server.partitions as P
+    held = P._TAIL_BATCHES
+    P._TAIL_BATCHES = 4
+    try:
+        for _ in range(7):
+            pm.append("t", 0, _batch(rng, 2))
+    finally:
+        P._TAIL_BATCHES = held
+    assert 0 < len(part._tail.lasts) <= 4
+    _same(part)
     part.segments_changed(part.log_start_offset)      # what a compaction's swap calls
     assert part._tail is None
     pm.append("t", 0, _batch(rng, 1))

@@ -234,7 +234,9 @@ class _Connection(asyncio.BufferedProtocol):
 
     def eof_received(self) -> Optional[bool]:
         self._stop_reading()
-        return None
+        # Keep a plaintext connection half-open: the requests received are still answered
+        # (TLS cannot half-close).
+        return self.plaintext
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self.closed = True

@@ -27,6 +27,7 @@ API for coordinators (group and transaction state)::
 """
 from __future__ import annotations
 
+import array
 import asyncio
 import bisect
 import functools
@@ -146,6 +147,10 @@ class Topic:
         return self.name in INTERNAL_TOPICS
 
 
+#: Batches a partition's tail holds at most (16 bytes each).
+_TAIL_BATCHES = 1 << 16
+
+
 class _Tail:
     """The batches appended to the active segment since this broker began appending to it
     (or since the partition was opened): enough to serve fetches of them without
@@ -156,10 +161,10 @@ class _Tail:
     def __init__(self, appended: AppendedBatches, first_offset: int) -> None:
         self.base = appended.segment_base
         self.path = appended.segment_path
-        #: First offset of the first batch held (batches before it end below it).
+        #: Offsets from here are held (batches before the first held end below it).
         self.first_offset = first_offset
-        self.lasts: List[int] = []
-        self.positions: List[int] = []
+        self.lasts = array.array("q")
+        self.positions = array.array("q")
         #: Byte position where the last batch held ends.
         self.end = appended.position
         #: Whether a transactional or control batch is held (read_committed then takes the
@@ -172,6 +177,13 @@ class _Tail:
             self.positions.append(position)
             self.txn = self.txn or txn
         self.end = appended.end
+        if len(self.lasts) > _TAIL_BATCHES:
+            # keep the newest half (what consumers keeping up read); older offsets of the
+            # segment are read through the log view
+            cut = len(self.lasts) // 2
+            self.first_offset = self.lasts[cut - 1] + 1
+            del self.lasts[:cut]
+            del self.positions[:cut]
 
 
 class Partition:
