@@ -318,3 +318,24 @@ def test_one_pass_check_of_records_with_nothing_after_the_offset_delta(backend):
         assert verdict is not None and verdict != ("ok",)
         crc, count, base_offset, last = _fields(data)
         assert not K.check_batch_v2(data, 0, len(data), crc, count, base_offset, last)
+
+
+def test_one_pass_check_of_batches_of_every_size_near_crc_blocks(backend):
+    """The CRC is computed alongside the walk in 768-byte blocks (where the CPU has a
+    crc32 instruction): batches whose CRC'd bytes end just before, at and after a block's
+    end, with few or many records, pass with their CRC and fail with another."""
+    for per_record in (10, 60, 700):
+        for total in list(range(740, 800)) + list(range(1500, 1560)) + list(range(2290, 2320)):
+            bb = BatchBuilder(base_offset=5)
+            size = 61
+            while size + per_record + 40 < total:
+                bb.append(b"v" * per_record, key=b"k", timestamp=1000)
+                size = len(bb.build())
+            # the last record's value fills the batch to `total` bytes (about: a length
+            # varint may take a byte more)
+            bb.append(b"w" * max(0, total - size - 10), key=None, timestamp=1000)
+            data = bb.build()
+            crc, count, base_offset, last = _fields(data)
+            assert K.check_batch_v2(data, 0, len(data), crc, count, base_offset, last), len(data)
+            assert not K.check_batch_v2(data, 0, len(data), crc ^ 0x400, count, base_offset, last)
+            assert K.check_batch_v2(b"\0" * 3 + data, 3, len(data), crc, count, base_offset, last)

@@ -30,9 +30,10 @@
 
 #define POLY 0x82F63B78u
 #define LONG_BLOCK 8192   /* bytes per stream in the long loop (batch-sized inputs use the short one) */
-#define SHORT_BLOCK 256   /* bytes per stream in the short loop: streams 256 B apart stay
-                             within a page or two, which the hardware prefetcher follows
-                             better than three far-apart streams when data comes from RAM */
+#define SHORT_BLOCK KW_CRC32C_STRIDE   /* bytes per stream in the short loop (256): streams
+                             256 B apart stay within a page or two, which the hardware
+                             prefetcher follows better than three far-apart streams when
+                             data comes from RAM */
 
 static uint32_t table8[8][256];
 static uint32_t shift_long[4][256];   /* shift a register by LONG_BLOCK zero bytes */
@@ -212,6 +213,16 @@ const char *kw_crc32c_impl(void) {
     if (!initialised) init();
     if (force_sw || impl == 0) return "slicing-by-8";
     return impl == 1 ? "sse4.2" : "armv8-crc";
+}
+
+int kw_crc32c_x86_hw(void) {
+    if (!initialised) init();
+    return impl == 1 && !force_sw;
+}
+
+const uint32_t (*kw_crc32c_stride_shift(void))[256] {
+    if (!initialised) init();
+    return (const uint32_t (*)[256])shift_short;
 }
 
 int kw_crc32c_force_software(int on) {

@@ -13,4 +13,13 @@ int kw_crc32c_force_software(int on);
 /* The table-driven fallback alone. */
 uint32_t kw_crc32c_sw(uint32_t crc, const unsigned char *buf, size_t len);
 
+/* For a kernel that computes a CRC-32C alongside other work (validate_impl.h), with the
+ * crc32 instruction on three streams KW_CRC32C_STRIDE bytes apart as kw_crc32c does:
+ * whether kw_crc32c uses x86-64's crc32 instruction now (SSE4.2, software not forced),
+ * and the table shifting a raw register by KW_CRC32C_STRIDE zero bytes (four 256-entry
+ * tables, one per register byte) to combine the streams. */
+#define KW_CRC32C_STRIDE 256
+int kw_crc32c_x86_hw(void);
+const uint32_t (*kw_crc32c_stride_shift(void))[256];
+
 #endif

@@ -19,9 +19,13 @@
  * batches hold runs of records of one shape, and the walk's chain of dependent loads,
  * not its instruction count, is what made it slower than the CRC.
  *
- * (Interleaving the CRC with the walk, in 768-byte steps or three words per 24 bytes
- * of records walked, measured no faster than one after the other on x86-64: no
- * overlap of the crc32 instructions with the walk showed.)
+ * On x86-64 with the crc32 instruction (what kw_crc32c uses then) the CRC runs inside
+ * the walk: after each record, a fixed number of 8-byte steps of its three streams
+ * (kw_crc32c's layout: 768-byte blocks, streams 256 bytes apart), about as many bytes
+ * as a record holds, so that the crc32 chains and the walk's loads and compares
+ * overlap; what is left of the CRC is kw_crc32c's after the walk.  (With a walk that
+ * chained every field's load to the previous one, this measured no faster; with the
+ * templates it makes W8 about a quarter faster.)  Elsewhere: the CRC, then the walk.
  */
 #ifndef KAFKAWIRE_VALIDATE_IMPL_H
 #define KAFKAWIRE_VALIDATE_IMPL_H
@@ -42,6 +46,18 @@
 #define KWV_INLINE inline
 #define KWV_LIKELY(x) (x)
 #define KWV_BAD(x) (x)
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* One crc32 step on the 8 bytes at p.  Inline assembly rather than the SSE4.2
+ * intrinsic: the walk that holds it is compiled for any x86-64 and runs this only when
+ * kw_crc32c_x86_hw() says the CPU has the instruction. */
+#define KWV_CRC_WALK 1
+typedef uint64_t __attribute__((may_alias, aligned(1))) kwv_u64_unaligned;
+#define KWV_CRC32_U64(c, p) \
+    __asm__("crc32q %1, %0" : "+r"(c) : "m"(*(const kwv_u64_unaligned *)(p)))
+#else
+#define KWV_CRC_WALK 0
 #endif
 
 /* The raw (still zigzag-encoded) 32-bit varint at p (at least 10 readable bytes): its
@@ -113,6 +129,13 @@ typedef struct {
     int64_t left;                  /* records still to read */
     uint64_t max_delta;            /* last_offset - base_offset */
     int64_t base_offset, last_offset;
+    /* the CRC run alongside (kwv_walk_records_crc): kw_crc32c's three streams */
+    const unsigned char *cblk;     /* the current 768-byte block */
+    const unsigned char *clast;    /* blocks start before this (they end within the batch) */
+    unsigned cstep;                /* 8-byte steps done in the block, 0..31 */
+    int csteps;                    /* steps to take after each record */
+    uint64_t c0, c1, c2;           /* the streams' raw registers */
+    const uint32_t (*shift)[256];  /* kw_crc32c_stride_shift() */
 } kwv_walk;
 
 /* Read the record at w->p the checked way (kw_record_read): 1 and past it when it
@@ -288,9 +311,15 @@ static KWV_INLINE int kwv_tail_walk(const unsigned char *q0, const unsigned char
 }
 #undef KWV_ITEM
 
+/* Shift a raw CRC register by KW_CRC32C_STRIDE zero bytes (t: kw_crc32c_stride_shift()). */
+static inline uint32_t kwv_crc_shift(const uint32_t (*t)[256], uint32_t reg) {
+    return t[0][reg & 0xff] ^ t[1][(reg >> 8) & 0xff] ^ t[2][(reg >> 16) & 0xff] ^ t[3][reg >> 24];
+}
+
 /* Walk the records still expected: 1 when all of them pass, 0 at the first that does
- * not (the caller then checks that nothing follows them). */
-static inline int kwv_walk_records(kwv_walk *w) {
+ * not (the caller then checks that nothing follows them).  With crc_on (a constant:
+ * two copies are compiled), w->csteps CRC steps follow each record walked fast. */
+static KWV_INLINE int kwv_walk_records_impl(kwv_walk *w, const int crc_on) {
     const unsigned char *p = w->p;
     const unsigned char *const fast_end = w->fast_end;
     const unsigned char *const stop = w->stop;
@@ -301,6 +330,14 @@ static inline int kwv_walk_records(kwv_walk *w) {
     int64_t hits = 0, builds = 0;
     kwv_tpl tpl;
     kwv_item items[KWV_TPL_ITEMS];
+#if KWV_CRC_WALK
+    const unsigned char *cblk = w->cblk, *const clast = w->clast;
+    unsigned cstep = w->cstep;
+    uint64_t c0 = w->c0, c1 = w->c1, c2 = w->c2;
+    const int csteps = w->csteps;
+    const uint32_t (*const shift)[256] = w->shift;
+#endif
+    (void)crc_on;
     tpl.tail = -1;
     tpl.n = 0;
     while (left > 0 && p < stop) {
@@ -333,7 +370,44 @@ static inline int kwv_walk_records(kwv_walk *w) {
         }
         p = rend;
         left--;
+#if KWV_CRC_WALK
+        if (crc_on) {
+            int k = csteps;
+            while (k > 0 && cblk < clast) {
+                /* the steps left in this block, at most k of them */
+                unsigned m = 32 - cstep;
+                const unsigned char *cp, *ce;
+                if (m > (unsigned)k) m = (unsigned)k;
+                cp = cblk + 8 * cstep;
+                ce = cp + 8 * m;
+                do {
+                    KWV_CRC32_U64(c0, cp);
+                    KWV_CRC32_U64(c1, cp + KW_CRC32C_STRIDE);
+                    KWV_CRC32_U64(c2, cp + 2 * KW_CRC32C_STRIDE);
+                    cp += 8;
+                } while (cp < ce);
+                cstep += m;
+                k -= (int)m;
+                if (cstep == 32) {   /* the block's streams into one register */
+                    c0 = kwv_crc_shift(shift, (uint32_t)c0) ^ c1;
+                    c0 = kwv_crc_shift(shift, (uint32_t)c0) ^ c2;
+                    c1 = c2 = 0;
+                    cstep = 0;
+                    cblk += 3 * KW_CRC32C_STRIDE;
+                }
+            }
+        }
+#endif
     }
+#if KWV_CRC_WALK
+    if (crc_on) {
+        w->cblk = cblk;
+        w->cstep = cstep;
+        w->c0 = c0;
+        w->c1 = c1;
+        w->c2 = c2;
+    }
+#endif
     w->p = p;
     w->left = left;
     /* records in the margin (a record ending there is followed only by such records):
@@ -342,6 +416,34 @@ static inline int kwv_walk_records(kwv_walk *w) {
         if (!kwv_checked_one(w)) return 0;
     return 1;
 }
+
+static int kwv_walk_records(kwv_walk *w) {
+    return kwv_walk_records_impl(w, 0);
+}
+
+#if KWV_CRC_WALK
+static int kwv_walk_records_crc(kwv_walk *w) {
+    return kwv_walk_records_impl(w, 1);
+}
+
+/* The CRC the walk left: the rest of its block, then kw_crc32c from there. */
+static uint32_t kwv_crc_finish(kwv_walk *w, const unsigned char *end) {
+    uint64_t c0 = w->c0, c1 = w->c1, c2 = w->c2;
+    const unsigned char *cp;
+    if (w->cstep != 0) {
+        for (cp = w->cblk + 8 * w->cstep; cp < w->cblk + KW_CRC32C_STRIDE; cp += 8) {
+            KWV_CRC32_U64(c0, cp);
+            KWV_CRC32_U64(c1, cp + KW_CRC32C_STRIDE);
+            KWV_CRC32_U64(c2, cp + 2 * KW_CRC32C_STRIDE);
+        }
+        c0 = kwv_crc_shift(w->shift, (uint32_t)c0) ^ c1;
+        c0 = kwv_crc_shift(w->shift, (uint32_t)c0) ^ c2;
+        w->cblk += 3 * KW_CRC32C_STRIDE;
+    }
+    /* kw_crc32c continues a finished checksum: the raw register inverted */
+    return kw_crc32c(~(uint32_t)c0, w->cblk, (size_t)(end - w->cblk));
+}
+#endif
 #undef KWV_PAST
 #undef KWV_SKIP_FIELD
 
@@ -381,6 +483,23 @@ static inline int kw_v2_records_ok(const unsigned char *start, const unsigned ch
 static inline int kw_v2_batch_ok(const unsigned char *b, size_t size, uint32_t crc,
                                  int64_t count, int64_t base_offset, int64_t last_offset) {
     if (size < 61) return 0;
+#if KWV_CRC_WALK
+    if (kw_crc32c_x86_hw()) {
+        kwv_walk w;
+        if (!kwv_walk_init(&w, b + 61, b + size, count, base_offset, last_offset)) return 0;
+        /* kw_crc32c's start: the register ~0 on the first stream; whole blocks only */
+        w.cblk = b + 21;
+        w.clast = size - 21 >= 3 * KW_CRC32C_STRIDE ? b + size - (3 * KW_CRC32C_STRIDE - 1) : w.cblk;
+        w.cstep = 0;
+        w.c0 = 0xFFFFFFFFu;
+        w.c1 = w.c2 = 0;
+        w.shift = kw_crc32c_stride_shift();
+        /* about a record's bytes per record (24 bytes a step, rounded to the nearest) */
+        w.csteps = count > 0 ? (int)(((int64_t)size - 21 + 12 * count) / (24 * count)) : 0;
+        if (!kwv_walk_records_crc(&w) || !kwv_walk_done(&w)) return 0;
+        return kwv_crc_finish(&w, b + size) == crc;
+    }
+#endif
     if (kw_crc32c(0, b + 21, size - 21) != crc) return 0;
     return kw_v2_records_ok(b + 61, b + size, count, base_offset, last_offset);
 }
