@@ -322,8 +322,9 @@ def test_one_pass_check_of_records_with_nothing_after_the_offset_delta(backend):
 
 def test_one_pass_check_of_batches_of_every_size_near_crc_blocks(backend):
     """The CRC is computed alongside the walk in 768-byte blocks (where the CPU has a
-    crc32 instruction): batches whose CRC'd bytes end just before, at and after a block's
-    end, with few or many records, pass with their CRC and fail with another."""
+    crc32 instruction, for records that are neither tiny nor huge): batches whose CRC'd
+    bytes end just before, at and after a block's end, with small, middling and large
+    records, at several alignments, pass with their CRC and fail with another."""
     for per_record in (10, 60, 700):
         for total in list(range(740, 800)) + list(range(1500, 1560)) + list(range(2290, 2320)):
             bb = BatchBuilder(base_offset=5)
@@ -338,4 +339,6 @@ def test_one_pass_check_of_batches_of_every_size_near_crc_blocks(backend):
             crc, count, base_offset, last = _fields(data)
             assert K.check_batch_v2(data, 0, len(data), crc, count, base_offset, last), len(data)
             assert not K.check_batch_v2(data, 0, len(data), crc ^ 0x400, count, base_offset, last)
-            assert K.check_batch_v2(b"\0" * 3 + data, 3, len(data), crc, count, base_offset, last)
+            for pad in (1, 3, 6):   # the CRC'd bytes start at other alignments
+                assert K.check_batch_v2(b"\0" * pad + data, pad, len(data), crc, count,
+                                        base_offset, last)
