@@ -268,3 +268,31 @@ def test_requests_sent_before_a_half_close_are_answered(kafka_broker):
         corrs.append(struct.unpack(">i", data[4:8])[0])
         data = data[4 + n:]
     assert corrs == [1, 2]
+
+
+def test_many_small_requests_from_a_client_reading_late(kafka_broker):
+    """Thousands of small pipelined requests from a client that reads nothing at first: the
+    broker stops reading while its answers wait (the queue counts each request's objects,
+    not only its bytes) and answers every one, in order, once the client reads."""
+    import threading
+
+    n = 8000
+    data = b"".join(encode_request(ApiVersionsRequest(), 0, c, "s") for c in range(n))
+    with socket.create_connection(kafka_broker.address) as s:
+        sender = threading.Thread(target=s.sendall, args=(data,), daemon=True)
+        sender.start()
+        time.sleep(0.5)
+        s.settimeout(60)
+        buf, seen = b"", 0
+        while seen < n:
+            chunk = s.recv(1 << 16)
+            assert chunk, "the broker closed the connection"
+            buf += chunk
+            at = 0
+            while len(buf) - at >= 4 and len(buf) - at - 4 >= struct.unpack_from(">i", buf, at)[0]:
+                size = struct.unpack_from(">i", buf, at)[0]
+                assert struct.unpack_from(">i", buf, at + 4)[0] == seen
+                seen += 1
+                at += 4 + size
+            buf = buf[at:]
+        sender.join(30)

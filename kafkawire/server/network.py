@@ -52,8 +52,10 @@ log = logging.getLogger("kafkawire.server.network")
 
 _SIZE = struct.Struct(">i")
 #: Bytes of complete requests a connection holds, waiting to be processed, before it stops
-#: reading the socket (it reads on when they are processed).
+#: reading the socket (it reads on when they are processed); each request counts
+#: _FRAME_COST more, for the objects holding it.
 _QUEUE_LIMIT = 2 << 20
+_FRAME_COST = 128
 #: A connection's first read buffer, and the least a later one holds; a buffer is replaced
 #: by a larger one to hold a large request whole.
 _FIRST_BUFFER = 16 * 1024
@@ -221,7 +223,7 @@ class _Connection(asyncio.BufferedProtocol):
                 self._pinned = True
             else:
                 self.frames.append(bytes(buf[start + 4:stop]))
-            self._queued += size
+            self._queued += size + _FRAME_COST
             start = stop
             queued = True
         if start == end and not self._pinned:
@@ -287,7 +289,7 @@ class _Connection(asyncio.BufferedProtocol):
         if frame is None:
             return None                      # the end stays queued
         frames.popleft()
-        self._queued -= len(frame)
+        self._queued -= len(frame) + _FRAME_COST
         if (self._reading_paused and not self._ended and not self.closed
                 and self._queued <= _QUEUE_LIMIT // 2):
             self._reading_paused = False
