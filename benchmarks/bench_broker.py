@@ -14,7 +14,10 @@ delivery report) is measured at a fixed moderate rate.  Each broker runs
 ``--repeat`` times, interleaved, after one untimed warm-up round; the median
 counts (the best is printed too).  Ratio = kafkawire / mock (above 1: kafkawire
 faster).  The broker's own CPU time per run is printed, as the part of the cost
-that is kafkawire's (the mock shares the client's process).
+that is kafkawire's (the mock shares the client's process), and the load average
+before and after (kept in the JSON): on a busy 2-core machine the two-process
+setup waits for the scheduler at every exchange, and the ratios say more about the
+load than about either broker.
 
 Then the Fetch path alone: a raw Fetch client (kafkawire's protocol codec on a
 plain socket, discarding the bytes) reads the 1 KiB workload's partitions from
@@ -207,6 +210,7 @@ def main() -> None:
     n100 = args.records or (20_000 if args.quick else 100_000)
     workloads = [(100, "1", n100), (100, "all", n100), (1024, "1", n100 // 4),
                  (1024, "all", n100 // 4)]
+    load = [os.getloadavg()[0]]
     log_dir = tempfile.mkdtemp(prefix="bench-broker-")
     proc, kw_bs = start_kafkawire(log_dir)
     mock_owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
@@ -248,11 +252,14 @@ def main() -> None:
         proc.wait(60)
         mock_owner.flush(1)
         shutil.rmtree(log_dir, ignore_errors=True)
+    load.append(os.getloadavg()[0])
     print(f"confluent-kafka {ck.version()[0]} (librdkafka {ck.libversion()[0]}) against two "
-          f"brokers, median of {args.repeat} (best in brackets), {PARTITIONS} partitions")
+          f"brokers, median of {args.repeat} (best in brackets), {PARTITIONS} partitions; "
+          f"load average {load[0]:.1f} before, {load[1]:.1f} after")
     print(f"{'workload':22s} {'kafkawire serve':>30s} {'librdkafka mock':>30s} {'ratio':>6s}"
           f" {'serve CPU':>9s}")
     results = H.Results("broker", quick=args.quick)
+    results.meta["load_average"] = [round(x, 2) for x in load]
     for size, acks, n in workloads:
         for i, what in enumerate(("produce", "consume")):
             rate: Dict[str, Tuple[float, float]] = {}
