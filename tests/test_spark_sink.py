@@ -340,3 +340,67 @@ def test_large_staged_partitions_move_in_as_segments(tmp_path, monkeypatch, java
     assert sorted(os.listdir(out)) == ["t-0"]
     r = java_runner.run(HELPER, "read", str(out / "t-0"))
     assert r.stdout.decode().rstrip().endswith("OK"), r
+
+
+def test_headers_are_spliced_into_the_column_encoders_records(tmp_path):
+    """Rows with headers take the columnar encoder too: every record reads back with its key,
+    value, timestamp and headers, whatever the lengths (varints of one to three bytes, a
+    header count growing a record's length varint), null and empty parts, and sliced columns."""
+    import random
+
+    import pyarrow as pa
+
+    from kafkawire.spark.sinkbatch import PartitionBatches, Router
+
+    rng = random.Random(7)
+    hdr = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
+
+    def blob(n):
+        return bytes(rng.randrange(256) for _ in range(n))
+
+    rows = []
+    for i in range(700):
+        key = None if i % 5 == 0 else blob(rng.choice((0, 3, 70, 200)))
+        value = None if i % 11 == 0 else blob(rng.choice((0, 1, 40, 60, 63, 64, 130, 20000)))
+        if i % 4 == 0:
+            headers = None
+        elif i % 4 == 1:
+            headers = []
+        else:
+            headers = [{"key": rng.choice(("", "h", "trace-" * rng.randrange(1, 30))),
+                        "value": None if j % 3 == 2 else blob(rng.choice((0, 5, 100, 300)))}
+                       for j in range(rng.choice((1, 2, 5, 70)))]
+        rows.append((key, value, 1_700_000_000_000 + rng.randrange(-10**9, 10**9), headers))
+    table = pa.table({"key": pa.array([r[0] for r in rows], pa.binary()),
+                      "value": pa.array([r[1] for r in rows], pa.binary()),
+                      "timestamp": pa.array([r[2] for r in rows], pa.int64()),
+                      "headers": pa.array([r[3] for r in rows], hdr)})
+    pb = PartitionBatches(str(tmp_path / "t-0"), "none", 16 << 10, 1 << 20, 4096)
+    for a in range(0, len(rows), 97):            # sliced pieces, as the router hands them on
+        pb.add_arrow(table.slice(a, 97))
+    pb.close()
+    assert pb.records == len(rows)
+    # the router keeps the headers column (and drops one that is null throughout)
+    names = [n for _, t in Router("t", 1, 0).split(table.to_batches()[0]) for n in t.column_names]
+    assert names == ["value", "key", "timestamp", "headers"]
+    with Log.open(str(tmp_path / "t-0")) as log:
+        assert log.verify().ok
+        got = [(r.key, r.value, r.timestamp, list(r.headers)) for r in log.records()]
+    want = [(k, v, t, [(h["key"], h["value"]) for h in hs] if hs else []) for k, v, t, hs in rows]
+    assert got == want
+
+
+def test_a_header_without_a_key_is_refused(tmp_path):
+    import pyarrow as pa
+
+    from kafkawire.spark.options import OptionError
+    from kafkawire.spark.sinkbatch import PartitionBatches
+
+    hdr = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    table = pa.table({"value": pa.array([b"a", b"b"]),
+                      "headers": pa.array([[{"key": "k", "value": b"1"}], [{"key": None, "value": b"2"}]],
+                                          hdr)})
+    pb = PartitionBatches(str(tmp_path / "t-0"), "none", 1 << 20, 1 << 20, 4096)
+    pb.add_arrow(table)
+    with pytest.raises(OptionError, match="null key"):
+        pb.close()

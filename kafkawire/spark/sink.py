@@ -33,7 +33,7 @@ from kafkawire._format import CODEC_NAMES
 from kafkawire.errors import LogError
 from kafkawire.log import Log, LogWriter
 from kafkawire.spark.options import OptionError, bool_option, int_option, log, size_option
-from kafkawire.spark.sinkbatch import PartitionBatches, Router, binary, column, epoch_ms
+from kafkawire.spark.sinkbatch import PartitionBatches, Router
 
 _ds = require("pyspark.sql.datasource", "spark", "Writing with the Spark data source")
 DataSourceArrowWriter = _ds.DataSourceArrowWriter
@@ -142,13 +142,12 @@ def stage(wo: WriteOptions, iterator, folder: str, pid: int) -> Dict[Tuple[str, 
     """Write a task's rows into partition folders under ``folder`` (replaced if present);
     records per topic-partition.  On any error the folder is removed and the error raised.
 
-    Each Arrow batch is routed and encoded column-wise (see :mod:`kafkawire.spark.sinkbatch`);
-    a batch with headers goes row by row, since the columnar encoder has none."""
+    Each Arrow batch is routed and encoded column-wise, headers included (see
+    :mod:`kafkawire.spark.sinkbatch`)."""
     if os.path.exists(folder):
         shutil.rmtree(folder)
     parts: Dict[Tuple[str, int], PartitionBatches] = {}
     router = Router(wo.topic, wo.partitions, pid)
-    told = False
 
     def part(tp: Tuple[str, int]) -> PartitionBatches:
         got = parts.get(tp)
@@ -161,13 +160,6 @@ def stage(wo: WriteOptions, iterator, folder: str, pid: int) -> Dict[Tuple[str, 
     try:
         for rb in iterator:
             if not rb.num_rows:
-                continue
-            if _has_headers(rb):
-                if not told:
-                    log.info("task %d: rows with headers are encoded row by row (the columnar "
-                             "encoder writes keys, values and timestamps only)", pid)
-                    told = True
-                _stage_rows(rb, router, part)
                 continue
             for tp, table in router.split(rb):
                 part(tp).add_arrow(table)
@@ -186,34 +178,6 @@ def stage(wo: WriteOptions, iterator, folder: str, pid: int) -> Dict[Tuple[str, 
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return {tp: p.records for tp, p in parts.items()}
-
-
-def _has_headers(rb) -> bool:
-    headers = column(rb, "headers")
-    return headers is not None and headers.null_count < rb.num_rows
-
-
-def _stage_rows(rb, router, part) -> None:
-    """Rows of ``rb`` one by one through the record builder (rows with headers)."""
-    names, tix, ps = router.route(rb)
-    n = rb.num_rows
-
-    def values(name, convert=None):
-        arr = column(rb, name)
-        if arr is None:
-            return [None] * n
-        return (convert(arr) if convert else arr).to_pylist()
-
-    keys, vals = values("key", binary), values("value", binary)
-    stamps, headers = values("timestamp", epoch_ms), values("headers")
-    tps = [(names[t], p) for t, p in zip(tix.tolist(), ps.tolist())]
-    for i in range(n):
-        hs = [(h["key"], _bytes(h["value"])) for h in headers[i]] if headers[i] else ()
-        part(tps[i]).add_row(keys[i], vals[i], stamps[i], hs)
-
-
-def _bytes(v) -> Optional[bytes]:
-    return v.encode("utf-8") if isinstance(v, str) else v
 
 
 class KafkaWireWriter(DataSourceArrowWriter):
