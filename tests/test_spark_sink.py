@@ -185,6 +185,60 @@ def test_a_stream_commit_that_stopped_half_way_is_finished_once(tmp_path, monkey
     assert sorted(os.listdir(tmp_path / "_kafkawire_metadata")) == ["0", "1"]
 
 
+def test_a_stream_commit_moves_large_partitions_and_finishes_a_move_cut_short(tmp_path, monkeypatch,
+                                                                             java_runner):
+    """writeStream moves large staged partitions in as segments; a commit stopped inside a move
+    (one segment moved, the next re-based in place but not renamed) is finished by the next
+    attempt with every record once, in order."""
+    import pyarrow as pa
+
+    import kafkawire.spark.sink as S
+
+    monkeypatch.setattr(S, "MOVE_BYTES", 20_000)
+    wo = S.parse_write_options({"path": str(tmp_path), "topic": "t", "segmentBytes": "16k",
+                                "batchSize": "4k", "indexIntervalBytes": "4k"})
+    writer = S.KafkaWireStreamWriter(wo)
+    sizes = {0: 700, 1: 20, 2: 600}           # tasks 0 and 2 are moved in, task 1 is copied
+
+    def staged(batch):
+        return [writer.write(iter([pa.RecordBatch.from_pydict(
+            {"value": [b"%d-%d-%05d" % (batch, task, i) * 8 for i in range(n)],
+             "partition": pa.array([0] * n, pa.int32())})])) for task, n in sizes.items()]
+
+    real_replace = os.replace
+    logs_moved = []
+
+    def cut_short(src, dst):
+        if str(src).endswith(".log") and S.TEMPORARY in str(src):
+            logs_moved.append(src)
+            if len(logs_moved) == 2:
+                raise OSError("driver lost")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", cut_short)
+    with pytest.raises(OSError):
+        writer.commit(staged(0), 0)
+    monkeypatch.setattr(os, "replace", real_replace)
+    moved = []
+    real = S.LogWriter.append_segments
+    monkeypatch.setattr(S.LogWriter, "append_segments",
+                        lambda self, folder: moved.append(folder) or real(self, folder))
+    writer.commit(staged(0), 0)               # Spark runs the batch again: the commit is finished
+    assert len(moved) == 1                    # task 2's; the rest of task 0's is copied
+    writer.commit(staged(0), 0)               # already committed
+    writer.commit(staged(1), 1)
+    assert len(moved) == 3
+    want = [b"%d-%d-%05d" % (b, t, i) * 8 for b in (0, 1) for t, n in sizes.items() for i in range(n)]
+    with Log.open(str(tmp_path / "t-0")) as log:
+        assert log.verify().ok
+        assert [r.value for r in log.records()] == want
+        assert [r.offset for r in log.records()] == list(range(len(want)))
+    assert sorted(os.listdir(tmp_path)) == ["_kafkawire_metadata", "_kafkawire_temporary", "t-0"]
+    assert os.listdir(tmp_path / "_kafkawire_temporary" / "stream") == []
+    r = java_runner.run(HELPER, "read", str(tmp_path / "t-0"))
+    assert r.stdout.decode().rstrip().endswith("OK"), r
+
+
 class _Task:
     """A stand-in for Spark's TaskContext in tests that call the writer directly."""
 

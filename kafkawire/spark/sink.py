@@ -243,7 +243,7 @@ DataSourceStreamArrowWriter = _ds.DataSourceStreamArrowWriter
 
 class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream``: each micro-batch is staged as the batch sink stages a job, then appended
-    exactly once.
+    exactly once (large staged partitions moved in as segments, as the batch sink does).
 
     The output folder's ``_kafkawire_metadata/`` holds one file per committed
     micro-batch id (as Spark's file sink keeps ``_spark_metadata``): a batch
@@ -251,7 +251,9 @@ class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
     commit) is found there and not written again.  Before appending, the commit
     writes ``<id>.pending`` naming the staged folders and each partition's log
     end offset; a commit that stopped half-way is finished from that record on
-    the next attempt, appending only the batches the log does not hold yet.
+    the next attempt, appending only the batches the log does not hold yet: the record
+    holds each staged partition's record count, so a staged partition whose segments were
+    moved in, wholly or in part, is told apart from one still to append.
     """
 
     def __init__(self, wo: WriteOptions) -> None:
@@ -281,7 +283,9 @@ class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
         else:
             tps = sorted({tp for m in staged for tp in m.records})
             plan = {"batch": int(batchId), "folders": [m.folder for m in staged],
-                    "start": {f"{t}-{p}": _log_end(self._target((t, p))) for t, p in tps}}
+                    "start": {f"{t}-{p}": _log_end(self._target((t, p))) for t, p in tps},
+                    "records": {m.folder: {f"{t}-{p}": n for (t, p), n in m.records.items()}
+                                for m in staged}}
             os.makedirs(self.metadata, exist_ok=True)
             _write_json(pending, plan)
         ends = {}
@@ -293,8 +297,15 @@ class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
                     raise LogError(f"{w.path} ends at offset {w.next_offset}, before {start} where "
                                    f"micro-batch {batchId} began appending; it was truncated meanwhile")
                 for folder in plan["folders"]:
-                    if os.path.isdir(os.path.join(folder, name)):
-                        skip = _append_folder(w, os.path.join(folder, name), skip=skip)
+                    part = os.path.join(folder, name)
+                    count = _staged_records(plan, folder, name)
+                    if skip >= count:       # appended before (nothing staged: count 0)
+                        skip -= count
+                    elif skip:              # appended in part before: the rest is copied
+                        _append_folder(w, part, skip=skip)
+                        skip = 0
+                    else:
+                        _commit_folder(w, part)
                 ends[name] = [start, w.next_offset]
         _write_json(done, {"batch": int(batchId), "offsets": ends})
         os.remove(pending)
@@ -309,6 +320,17 @@ class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
 
     def _target(self, tp: Tuple[str, int]) -> str:
         return os.path.join(self.wo.path, f"{tp[0]}-{tp[1]}")
+
+
+def _staged_records(plan: dict, folder: str, name: str) -> int:
+    """Records a micro-batch's staged folder holds for partition folder ``name``, from the
+    commit's record (or, for a record without counts, from the staged partition itself, which
+    such a commit only copied from)."""
+    counts = plan.get("records")
+    if counts is not None:
+        return int(counts.get(folder, {}).get(name, 0))
+    part = os.path.join(folder, name)
+    return _log_end(part) if os.path.isdir(part) else 0
 
 
 def _log_end(folder: str) -> int:
@@ -364,20 +386,18 @@ def _commit_folder(w: LogWriter, folder: str) -> bool:
     return False
 
 
-def _append_folder(w: LogWriter, folder: str, chunk: int = 8 << 20, skip: int = 0) -> int:
+def _append_folder(w: LogWriter, folder: str, chunk: int = 8 << 20, skip: int = 0) -> None:
     """Append every batch of a staged partition folder, re-based onto ``w``'s next offsets,
-    leaving out batches holding the first ``skip`` offsets (appended before); returns how
-    many of those remain to skip."""
+    leaving out the batches below staged offset ``skip`` (appended before: copied, or moved in
+    by a commit that stopped half-way; a staged partition's offsets start at 0)."""
     with Log.open(folder) as staged:
         pending: List[bytes] = []
         size = 0
         for batch in staged.batches():
-            count = batch.last_offset - batch.base_offset + 1
-            if skip:
-                if count > skip:
+            if batch.base_offset < skip:
+                if batch.last_offset >= skip:
                     raise LogError(f"{w.path}: the log ends inside a staged batch of {folder}; "
                                    "it was changed by something else than this sink")
-                skip -= count
                 continue
             pending.append(bytes(batch.raw))
             size += batch.size
@@ -386,4 +406,3 @@ def _append_folder(w: LogWriter, folder: str, chunk: int = 8 << 20, skip: int = 
                 pending, size = [], 0
         if pending:
             w.append_batches(pending, trusted=True)
-    return skip
