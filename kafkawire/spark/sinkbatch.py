@@ -259,7 +259,8 @@ def _flat_binary(arr: Any) -> Tuple[np.ndarray, np.ndarray]:
     """(length of each entry, -1 for nulls; the entries' bytes one after the other)."""
     n = len(arr)
     bufs = arr.buffers()
-    offs = np.frombuffer(bufs[1], dtype=np.int32)[arr.offset:arr.offset + n + 1].astype(np.int64)
+    width = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+    offs = np.frombuffer(bufs[1], dtype=width)[arr.offset:arr.offset + n + 1].astype(np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     data = data[offs[0]:offs[-1]]
     lens = np.diff(offs)
