@@ -48,3 +48,18 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> dict:
     finally:
         c.close()
     return out
+
+
+def fill_keyed(broker, topic: str, rounds: int, keys: int, value: Callable[[int], bytes],
+               key: Callable[[int], bytes]) -> None:
+    """Append ``rounds`` batches to partition 0 of ``topic``, each with one record per key
+    (``key(k)`` → ``value(round)``), on the broker's own thread."""
+    from kafkawire.records import BatchBuilder
+
+    def run():
+        for rnd in range(rounds):
+            b = BatchBuilder(2, "none")
+            for k in range(keys):
+                b.append(value(rnd), key=key(k))
+            broker.partitions.append(topic, 0, b.build())
+    broker.call(run)

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from broker_support import WAIT, verify_clean, wait_until
+from broker_support import WAIT, fill_keyed, verify_clean, wait_until
 from kafkawire import Log, LogWriter
 from kafkawire.log.checkpoints import write_offset_checkpoint
 from kafkawire.testing import running_broker
@@ -69,15 +69,7 @@ def test_max_compaction_lag_forces_a_cleaning(tmp_path):
 
 
 def _fill(broker, topic: str, rounds: int, keys: int) -> None:
-    from kafkawire.records import BatchBuilder
-
-    def run():
-        for rnd in range(rounds):
-            b = BatchBuilder(2, "none")
-            for k in range(keys):
-                b.append(b"r%d" % rnd + b"." * 60, key=b"k%d" % k)
-            broker.partitions.append(topic, 0, b.build())
-    broker.call(run)
+    fill_keyed(broker, topic, rounds, keys, lambda rnd: b"r%d" % rnd + b"." * 60, lambda k: b"k%d" % k)
 
 
 def test_the_broker_cleans_past_the_max_lag_then_dirtiest_first(tmp_path):

@@ -10,9 +10,8 @@ import threading
 
 import pytest
 
-from kafkawire.records import BatchBuilder
 from kafkawire.testing import running_broker
-from broker_support import WAIT, verify_clean, wait_until as _wait
+from broker_support import WAIT, fill_keyed, verify_clean, wait_until as _wait
 
 pytestmark = pytest.mark.one_backend
 ck = pytest.importorskip("confluent_kafka")
@@ -22,13 +21,8 @@ FAST = {"log.retention.check.interval.ms": "50", "log.cleaner.backoff.ms": "50"}
 
 
 def _fill(broker, topic: str, rounds: int, keys: int) -> None:
-    def run():
-        for rnd in range(rounds):
-            b = BatchBuilder(2, "none")
-            for k in range(keys):
-                b.append(b"r%03d-" % rnd + b"x" * 100, key=b"key%03d" % k)
-            broker.partitions.append(topic, 0, b.build())
-    broker.call(run)
+    fill_keyed(broker, topic, rounds, keys, lambda rnd: b"r%03d-" % rnd + b"x" * 100,
+               lambda k: b"key%03d" % k)
 
 
 def _consume(bs: str, topic: str, start: int, count: int, last: int = -1):

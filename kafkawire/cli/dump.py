@@ -14,8 +14,8 @@ import os
 import re
 import struct
 import zlib
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import kafkawire
 from kafkawire import _dumpfmt_common as FMT

@@ -25,7 +25,7 @@ from kafkawire.cli.output import Printer, err
 from kafkawire.errors import IndexCorruptError, KafkaWireError
 from kafkawire.log import files as F
 from kafkawire.log import index as IX
-from kafkawire.log.storage import MappedFile, map_file, storage_for
+from kafkawire.log.storage import map_file, storage_for
 from kafkawire.log.txnindex import TXN_ENTRY_SIZE, iter_txn_index, read_txn_index_file
 
 OFFSET_ENTRY = IX.OFFSET_ENTRY_SIZE

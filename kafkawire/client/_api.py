@@ -13,7 +13,7 @@ from kafkawire import _kernels as K
 from kafkawire import compression as _compression
 from kafkawire import protocol as P
 from kafkawire.client.accumulator import encode_batch
-from kafkawire.client.results import FetchResult, OffsetAndMetadata, ProducerRecord
+from kafkawire.client.results import FetchResult, OffsetAndMetadata
 from kafkawire.records.builder import BatchBuilder
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3

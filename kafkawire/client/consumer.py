@@ -20,8 +20,7 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Patt
                     Set, Union)
 
 from kafkawire import protocol as P
-from kafkawire.client import _api as A
-from kafkawire.client.assignors import Assignor, get_assignor
+from kafkawire.client.assignors import get_assignor
 from kafkawire.client.client import Client
 from kafkawire.client.config import connection_kwargs, resolve
 from kafkawire.client.coordinator import GroupCoordinator
@@ -30,7 +29,7 @@ from kafkawire.client.exceptions import (ClientClosedError, ClientError, KafkaCo
 from kafkawire.client.fetcher import ConsumerRecord, Fetcher, PartitionState
 from kafkawire.client.group_metadata import TopicPartition
 from kafkawire.client.results import OffsetAndMetadata, OffsetResult, as_offset_and_metadata
-from kafkawire.protocol.error_codes import BrokerResponseError, make_error
+from kafkawire.protocol.error_codes import make_error
 from kafkawire.records.columnar import arrow_schema
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "NoOffsetForPartitionError"]

@@ -16,7 +16,7 @@ import time
 from concurrent.futures import Future
 from time import monotonic as _monotonic
 from time import time as _time
-from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
 from kafkawire import _kernels as K

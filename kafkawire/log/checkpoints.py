@@ -19,7 +19,7 @@ import json
 import os
 import time
 import uuid
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from typing import Dict, Iterable, Mapping, Tuple
 
 from kafkawire.errors import LogError
 from kafkawire.log.files import fsync_dir, write_atomic

@@ -58,7 +58,7 @@ from kafkawire.log.checkpoints import read_offset_checkpoint, write_offset_check
 from kafkawire.log.swap import (CLEANED_SUFFIX, StepHook, complete_interrupted_swaps,
                                 replace_segments)
 from kafkawire.log.txnindex import AbortedTxn, pack_txn_entry
-from kafkawire.records import BatchBuilder, RecordBatch
+from kafkawire.records import BatchBuilder
 from kafkawire.records.iterate import Batch
 
 log = logging.getLogger("kafkawire.log.compact")

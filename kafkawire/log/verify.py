@@ -264,7 +264,6 @@ def check_segment_indexes(seg: Segment, report: VerifyReport, starts: Sequence[i
     :mod:`kafkawire.log.index` against the segment's size, then every entry
     is checked against the batches.
     """
-    path = seg.path
     log_last = lasts[-1] if lasts else seg.base_offset - 1
     if seg.files.index is not None:
         idx = load_offset_index(seg.files.index, seg.base_offset, seg.size, storage=seg.storage)

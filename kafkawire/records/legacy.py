@@ -13,7 +13,6 @@ inner set and a compressed inner message are corrupt.
 """
 from __future__ import annotations
 
-import zlib
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
 
 from kafkawire import _kernels as K

@@ -33,7 +33,7 @@ import os
 import ssl
 import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Tuple
 
 from kafkawire.protocol import ApiKey
 from kafkawire.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse

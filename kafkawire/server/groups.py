@@ -40,8 +40,7 @@ from kafkawire.protocol.error_codes import (NONE, UNKNOWN_TOPIC_OR_PARTITION, IN
                                             UNKNOWN_MEMBER_ID, INVALID_SESSION_TIMEOUT,
                                             REBALANCE_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND,
                                             MEMBER_ID_REQUIRED, GROUP_MAX_SIZE_REACHED,
-                                            FENCED_INSTANCE_ID, UNSTABLE_OFFSET_COMMIT,
-                                            UNKNOWN_SERVER_ERROR)
+                                            FENCED_INSTANCE_ID, UNSTABLE_OFFSET_COMMIT)
 from kafkawire.protocol.messages import (
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,

@@ -34,9 +34,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 
 from kafkawire import _kernels as K
 from kafkawire.errors import KafkaWireError
-from kafkawire.protocol import (ApiKey, ApiVersionsResponse, decode_request, encode_response,
-                                request_header_version, response_header_version)
-from kafkawire.protocol.headers import ResponseHeader
+from kafkawire.protocol import ApiKey, decode_request, encode_response
 from kafkawire.protocol.schema import Message
 from kafkawire.server.auth import PRE_AUTH_APIS, Listener, SaslConnection
 from kafkawire.server.codes import UNSUPPORTED_VERSION

@@ -59,7 +59,7 @@ from kafkawire.server.codes import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_
                                     POLICY_VIOLATION, TOPIC_ALREADY_EXISTS, TOPIC_DELETION_DISABLED,
                                     UNKNOWN_TOPIC_OR_PARTITION)
 from kafkawire.server.producer_state import ProducerStateManager
-from kafkawire.server.config import (INTERNAL_TOPIC_CONFIGS, TOPIC_CONFIGS, BrokerConfig,
+from kafkawire.server.config import (INTERNAL_TOPIC_CONFIGS, BrokerConfig,
                                      check_topic_configs, topic_config_value)
 
 __all__ = ["PartitionManager", "Partition", "Topic", "AppendInfo", "FileRegion", "ReadResult",

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from kafkawire.spark.layout import PartitionInfo, SegmentInfo
-from kafkawire.spark.options import EARLIEST, LATEST, OptionError, ReadOptions, log
+from kafkawire.spark.options import EARLIEST, LATEST, OptionError, ReadOptions
 
 log = logging.getLogger("kafkawire.spark.planning")
 

@@ -32,7 +32,7 @@ from kafkawire._deps import require
 from kafkawire._format import CODEC_NAMES
 from kafkawire.errors import LogError
 from kafkawire.log import Log, LogWriter
-from kafkawire.spark.options import OptionError, bool_option, int_option, log, size_option
+from kafkawire.spark.options import OptionError, int_option, log, size_option
 from kafkawire.spark.sinkbatch import PartitionBatches, Router
 
 _ds = require("pyspark.sql.datasource", "spark", "Writing with the Spark data source")
