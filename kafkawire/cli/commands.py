@@ -118,7 +118,7 @@ class PartitionStats:
                  f"  offsets: {offsets}",
                  f"  timestamps: {times}",
                  f"  codecs (batches): {codecs}  compression ratio: {ratio}",
-                 f"  magic: " + (", ".join(f"v{k} {v}" for k, v in sorted(self.magics.items()))
+                 "  magic: " + (", ".join(f"v{k} {v}" for k, v in sorted(self.magics.items()))
                                  or "-")
                  + f"  transactional batches: {self.transactional_batches}  "
                    f"control batches: {self.control_batches}"]
@@ -424,8 +424,8 @@ def recover(paths: Sequence[str], *, apply: bool = False, json_mode: bool = Fals
             obj.update(type="recover", partition=t.name, path=t.path)
             out.emit(lambda: f"{t.name}: " + str(report), obj)
             if not apply and not report.clean:
-                out.text(f"  (dry run: nothing was changed; run again with --apply to truncate "
-                         f"and rebuild, cut bytes are saved beside each segment)")
+                out.text("  (dry run: nothing was changed; run again with --apply to truncate "
+                         "and rebuild, cut bytes are saved beside each segment)")
     return 0 if clean else 1
 
 

@@ -73,7 +73,7 @@ def java_utf8(data: bytes) -> str:
             break
         if 0xF0 <= b1 <= 0xF7:
             if sp + 2 < sl:
-                b2, b3, b4 = data[sp], data[sp + 1], data[sp + 2]
+                b2, b3 = data[sp], data[sp + 1]
                 sp += 3
                 append(REPL)
                 sp = sp - 4 + _malformed4(b1, b2, b3)

@@ -204,7 +204,7 @@ class GroupCoordinator:
 
     def _join_once(self, topics, partitions_for, deadline) -> Optional[List[TopicPartition]]:
         self._coordinator_conn(deadline)
-        version = self._version(JOIN_GROUP)
+        self._version(JOIN_GROUP)  # raises at once when the coordinator was lost meanwhile
         protocols = [{"name": a.name, "metadata": encode_subscription(self.subscription(topics, a))}
                      for a in self.assignors]
         with self._lock:

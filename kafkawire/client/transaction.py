@@ -23,7 +23,7 @@ from kafkawire.protocol.error_codes import (CONCURRENT_TRANSACTIONS, COORDINATOR
                                            INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
                                            INVALID_TXN_STATE, PRODUCER_FENCED,
                                            TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                           BrokerResponseError, make_error)
+                                           make_error)
 
 if TYPE_CHECKING:  # pragma: no cover
     from kafkawire.client.sender import Sender
