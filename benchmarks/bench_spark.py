@@ -31,6 +31,12 @@ the Python workers (planning and tasks): where the time goes, and a
 throughput measure that other processes on the machine disturb much less.
 The figures also go to ``benchmarks/results/spark[-quick].json``.
 
+After the read jobs, the decoder alone, outside Spark: the CPU ns per record it spends
+on each codec's batches of one segment of the data (chunks and their Arrow batches, as a
+task builds them) beside the ns per record of decompression alone (``kafkawire.compression``
+on the same payloads), and the data's mix of codecs: how much of any gap to the ceiling
+is decompression, which any decoder of these files pays (a few seconds).
+
 Last, the sink: one cached DataFrame (key, value, topic, partition, timestamp) written
 with ``format("kafkawire")`` and with Spark's Parquet writer, interleaved, ``--repeat``
 rounds; the table shows the median rows/s of each and the ratio of the medians (bar:
@@ -170,6 +176,61 @@ def ceiling_source(tasks: int):
             return _Reader(self.options["path"], int(self.options["records"]))
 
     return ArrowCeiling
+
+
+def codec_costs(logs: str, repeat: int = 3) -> dict:
+    """CPU ns per record of the decoder outside Spark, per codec of the folder, and of
+    decompression alone: how much of the read is decompression no decoder can avoid.
+
+    The batches of one partition's first segment are grouped by codec, each group joined
+    into one buffer; the decoder (chunks and their Arrow batches, as a task builds them)
+    and ``kafkawire.compression.decompress`` (one call per batch, the payloads only) run
+    over it ``repeat`` times, the fastest kept.  Returns ``{codec: (records, decode ns,
+    decompress ns)}`` plus ``"all"``: the folder's mix (weighted by records).  At least
+    three runs after a warm-up.
+    """
+    from kafkawire import _kernels as K, _scan_common as SC, compression
+    from kafkawire.records.columnar import iter_column_chunks
+    from kafkawire.spark import layout
+    d = os.path.join(logs, sorted(os.listdir(logs))[0])
+    buf = layout.map_file(os.path.join(d, sorted(x for x in os.listdir(d) if x.endswith(".log"))[0]))
+    rows, _stop, _status = K.scan_batches(buf, 0, -1, -1, False)
+    view = memoryview(buf)
+    groups: dict = {}
+    for pos, size, attrs, count in rows[:, [SC.POSITION, SC.SIZE, SC.ATTRIBUTES, SC.RECORD_COUNT]].tolist():
+        g = groups.setdefault(compression.CODECS[attrs & 7], ([], [], [0]))
+        g[0].append(view[pos:pos + size])
+        g[1].append(view[pos + 61:pos + size])      # a v2 batch's records follow its 61-byte header
+        g[2][0] += count
+
+    def best(fn) -> float:
+        fn()                    # warm-up: first-touch page faults, caches
+        t = []
+        for _ in range(max(repeat, 3)):
+            c = time.process_time()
+            fn()
+            t.append(time.process_time() - c)
+        return min(t)
+
+    out = {}
+    for codec, (batches, payloads, (count,)) in groups.items():
+        data = b"".join(batches)
+        cid = compression.codec_id(codec)
+
+        def decode():
+            for chunk in iter_column_chunks(data):
+                chunk.to_arrow(topic="bench", partition=0)
+
+        def inflate():
+            if cid:
+                for p in payloads:
+                    compression.decompress(cid, p)
+
+        out[codec] = (count, best(decode) * 1e9 / count, best(inflate) * 1e9 / count)
+    total = sum(v[0] for v in out.values())
+    out["all"] = (total, sum(v[0] * v[1] for v in out.values()) / total,
+                  sum(v[0] * v[2] for v in out.values()) / total)
+    return out
 
 
 class CpuMeter:
@@ -381,6 +442,16 @@ def main() -> int:
                                 f"Python source could show), kafkawire reaches "
                                 f"{med[job, 'kafkawire'] / med[job, 'arrow_ceiling']:.0%} of it")
         if jobs:
+            costs = codec_costs(next(iter(datasets.values())), repeat)
+            print(f"\nThe decoder outside Spark, CPU ns per record (one segment of the data, fastest of "
+                  f"{max(repeat, 3)}): what decompression alone costs, which no decoder avoids\n")
+            print("| codec | records | decode (chunks + Arrow batches) | decompression alone | the rest |")
+            print("|---|---:|---:|---:|---:|")
+            for codec, (count, dec, inf) in costs.items():
+                name = "the data's mix" if codec == "all" else codec
+                print(f"| {name} | {count:,} | {dec:.1f} | {inf:.1f} | {dec - inf:.1f} |")
+                for impl, v in (("decode (chunks + Arrow batches)", dec), ("decompression alone", inf)):
+                    results.add(name, impl, "decoder CPU outside Spark", v, "ns per record (CPU)")
             results.set_ratios(labels["aiokafka_tuples"], metrics=list(jobs))
             results.write(a.results)
         wl = f"{n:,} records, {a.partitions} partitions, {a.master}"

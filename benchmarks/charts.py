@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Bar colours: kafkawire's implementations in blues, peers in other hues (stable per name).
 KAFKAWIRE_COLOURS = ["#1f4e9c", "#4a7fd0", "#8fb3ea", "#c5d8f5"]
 PEER_COLOURS = ["#d9822b", "#6a9f3c", "#a34aa3", "#8c8c8c", "#c44e52", "#3d9ca8", "#b8a233"]
-LOWER_IS_BETTER = ("us", "ms", "seconds", "CPU seconds (JVM + Python)")
+LOWER_IS_BETTER = ("us", "ms", "seconds", "CPU seconds (JVM + Python)", "ns per record (CPU)")
 
 
 def _slug(text: str) -> str:

@@ -557,3 +557,18 @@ def test_read_ahead_keeps_order_raises_in_place_and_stops_when_closed():
     assert [next(it) for _ in range(5)] == list(range(5))
     it.close()                      # Spark stops reading: the thread stops and closes the source
     assert closed.wait(60)
+
+
+def test_task_bytes_follows_sparks_split_rule():
+    """Without maxBytesPerTask, minPartitions stands for the parallelism in Spark's rule
+    min(maxPartitionBytes, max(openCostInBytes, bytes / parallelism)); an explicit
+    maxBytesPerTask wins, and without either tasks stay at 64 MiB."""
+    from kafkawire.spark.planning import task_bytes
+    mib = 1 << 20
+    ro = parse_options({"path": "/nowhere", "minPartitions": "2"})
+    assert task_bytes(ro, 10_000 * mib) == 128 * mib     # large input: Spark's 128 MiB
+    assert task_bytes(ro, 100 * mib) == 50 * mib          # every core gets a task
+    assert task_bytes(ro, 1 * mib) == 4 * mib             # the open-cost floor
+    assert task_bytes(parse_options({"path": "/nowhere"}), 10_000 * mib) == 64 * mib
+    ro = parse_options({"path": "/nowhere", "minPartitions": "2", "maxBytesPerTask": "256m"})
+    assert task_bytes(ro, 10_000 * mib) == 256 * mib

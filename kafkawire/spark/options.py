@@ -92,7 +92,7 @@ class ReadOptions:
     isolation: str = "read_uncommitted"
     fail_on_data_loss: bool = True
     skip_corrupt_data: bool = False
-    max_bytes_per_task: int = 64 << 20
+    max_bytes_per_task: Optional[int] = None   # None: Spark's split rule (see planning.task_bytes)
     records_per_batch: int = 65536
     push_filters: bool = False
     verify_crc: bool = False

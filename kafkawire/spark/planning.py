@@ -322,27 +322,54 @@ def _joins(a: Slice, b: Slice) -> bool:
             and a.end_offset == b.end_offset)
 
 
+#: The largest task when ``maxBytesPerTask`` is not set and the parallelism is not known
+#: (no ``minPartitions``): more, smaller tasks keep a large cluster busy.
+DEFAULT_TASK_BYTES = 64 << 20
+#: Spark's ``spark.sql.files.maxPartitionBytes`` and ``spark.sql.files.openCostInBytes``
+#: defaults, which its file sources split by.
+SPARK_MAX_PARTITION_BYTES = 128 << 20
+SPARK_OPEN_COST_BYTES = 4 << 20
+
+
+def task_bytes(ro: ReadOptions, total: int) -> int:
+    """The largest byte range of one task: ``maxBytesPerTask`` when set, else Spark's rule.
+
+    Spark's file sources split at ``min(maxPartitionBytes, max(openCostInBytes,
+    bytes / parallelism))`` (128 MiB and 4 MiB by default).  A Python data source
+    sees its options but not the session's SQL settings, so ``minPartitions``
+    stands for the parallelism: with it, large inputs get tasks of up to 128 MiB
+    (fewer tasks, each paying Spark's fixed task cost once) while inputs of less
+    than 128 MiB per core still fill every core; without it, tasks of up to 64 MiB.
+    """
+    if ro.max_bytes_per_task is not None:
+        return ro.max_bytes_per_task
+    if not ro.min_partitions:
+        return DEFAULT_TASK_BYTES
+    per_core = math.ceil(total / ro.min_partitions)
+    return min(SPARK_MAX_PARTITION_BYTES, max(SPARK_OPEN_COST_BYTES, per_core))
+
+
 def plan_tasks(ranges: List[Range], ro: ReadOptions) -> List[Task]:
     """Slices packed into tasks, honouring maxBytesPerTask, minPartitions and maxRecordsPerPartition.
 
     Without ``maxRecordsPerPartition`` the task count is ``ceil(bytes /
-    maxBytesPerTask)``, at least ``minPartitions`` and then rounded up to a
-    multiple of it (minPartitions is usually the cluster's parallelism: full
-    waves), and the bytes are spread evenly over the tasks: a Spark task costs
-    ~50 ms whatever it reads, and the slowest task ends the stage.
+    task_bytes)`` (:func:`task_bytes`), at least ``minPartitions`` and then
+    rounded up to a multiple of it (minPartitions is usually the cluster's
+    parallelism: full waves), and the bytes are spread evenly over the tasks: a
+    Spark task costs ~50 ms whatever it reads, and the slowest task ends the stage.
     """
     tasks = _plan_tasks(ranges, ro)
     if log.isEnabledFor(logging.INFO):
-        log.info("planned %d task(s) over %d partition range(s), %d bytes (maxBytesPerTask=%d, "
+        log.info("planned %d task(s) over %d partition range(s), %d bytes (maxBytesPerTask=%s, "
                  "minPartitions=%s)", len(tasks), len(ranges), sum(t.nbytes for t in tasks),
                  ro.max_bytes_per_task, ro.min_partitions)
     return tasks
 
 
 def _plan_tasks(ranges: List[Range], ro: ReadOptions) -> List[Task]:
-    max_bytes = ro.max_bytes_per_task
     mp = ro.min_partitions
     if ro.max_records_per_partition is not None:
+        max_bytes = DEFAULT_TASK_BYTES if ro.max_bytes_per_task is None else ro.max_bytes_per_task
         slices = plan_slices(ranges, max_bytes, ro.max_records_per_partition)
         tasks = pack(slices, max_bytes, one_per_task=True)
         if mp and len(tasks) < mp:
@@ -351,8 +378,11 @@ def _plan_tasks(ranges: List[Range], ro: ReadOptions) -> List[Task]:
             tasks = pack(plan_slices(ranges, target, ro.max_records_per_partition), target,
                          one_per_task=True)
         return tasks
-    slices = plan_slices(ranges, max_bytes)
+    # the total does not depend on where slices are cut; with one task (total <= max_bytes)
+    # these slices are the task's
+    slices = plan_slices(ranges, task_bytes(ro, 1 << 62))
     total = sum(s.nbytes for s in slices)
+    max_bytes = task_bytes(ro, total)
     count = max(1, math.ceil(total / max_bytes))
     if mp:
         count = mp * math.ceil(count / mp)
@@ -360,4 +390,7 @@ def _plan_tasks(ranges: List[Range], ro: ReadOptions) -> List[Task]:
         # finer pieces (cut at index entries) let the tasks come out even
         piece = max(4096, math.ceil(total / count / 8))
         slices = plan_slices(ranges, piece)
+        if ro.max_bytes_per_task is None:
+            # Spark's rule sets the count; pieces cut at index entries need not add up to it
+            max_bytes = max(max_bytes, math.ceil(total / count) + piece)
     return balance(slices, count, max_bytes)
