@@ -296,3 +296,125 @@ def test_many_small_requests_from_a_client_reading_late(kafka_broker):
                 at += 4 + size
             buf = buf[at:]
         sender.join(30)
+
+
+def _read_frames(sock: socket.socket, count: int, timeout: float = 60.0):
+    """``count`` whole response frames (size prefix included), in arrival order."""
+    sock.settimeout(timeout)
+    buf, out = b"", []
+    while len(out) < count:
+        while len(buf) >= 4 and len(buf) - 4 >= struct.unpack(">i", buf[:4])[0]:
+            n = 4 + struct.unpack(">i", buf[:4])[0]
+            out.append(buf[:n])
+            buf = buf[n:]
+        if len(out) < count:
+            chunk = sock.recv(1 << 20)
+            assert chunk, "the broker closed the connection"
+            buf += chunk
+    assert not buf
+    return out
+
+
+def _produce_frame(topic: str, partition: int, corr: int, values, acks: int = 1) -> bytes:
+    from kafkawire.protocol import ProduceRequest
+    from kafkawire.records import BatchBuilder
+    bb = BatchBuilder()
+    for v in values:
+        bb.append(v)
+    return encode_request(ProduceRequest(transactional_id=None, acks=acks, timeout_ms=5000,
+                                         topic_data=[dict(name=topic, partition_data=[
+                                             dict(index=partition, records=bb.build())])]),
+                          9, corr, "order")
+
+
+def _fetch_frame(topic: str, partition: int, corr: int, offset: int, *, min_bytes: int = 0,
+                 max_wait_ms: int = 0, max_bytes: int = 1 << 20) -> bytes:
+    from kafkawire.protocol import FetchRequest
+    return encode_request(FetchRequest(max_wait_ms=max_wait_ms, min_bytes=min_bytes,
+                                       max_bytes=max_bytes, isolation_level=0, topics=[dict(
+                                           topic=topic, partitions=[dict(
+                                               partition=partition, fetch_offset=offset,
+                                               partition_max_bytes=max_bytes)])]),
+                          11, corr, "order")
+
+
+def test_pipelined_produce_fetch_and_others_answered_in_order(kafka_broker):
+    """Produce and Fetch (answered as they arrive on an idle connection) pipelined with
+    other APIs, a Fetch that waits for records, and an acks=0 Produce (no answer): every
+    answer in request order, each request seeing exactly the records produced before it."""
+    from kafkawire.records import iter_batches
+    b = kafka_broker
+    b.create_topic("order", 1)
+    reqs = [
+        _produce_frame("order", 0, 1, [b"a", b"b"]),
+        # waits up to 300 ms for 1 MiB that never comes (the next Produce is behind it)
+        _fetch_frame("order", 0, 2, 0, min_bytes=1 << 20, max_wait_ms=300),
+        _produce_frame("order", 0, 3, [b"c"]),
+        encode_request(MetadataRequest(topics=None), 12, 4, "order"),
+        _fetch_frame("order", 0, 5, 0),
+        encode_request(ApiVersionsRequest(), 0, 6, "order"),
+        _produce_frame("order", 0, 7, [b"d"], acks=0),
+        _fetch_frame("order", 0, 8, 3),
+        _produce_frame("order", 0, 9, [b"e"]),
+    ]
+    with socket.create_connection(b.address) as s:
+        s.sendall(b"".join(reqs))
+        frames = _read_frames(s, 8)
+    corrs = [struct.unpack(">i", f[4:8])[0] for f in frames]
+    assert corrs == [1, 2, 3, 4, 5, 6, 8, 9]
+    answers = dict(zip(corrs, frames))
+
+    def produced(corr):
+        r = decode_response(ApiKey.PRODUCE, 9, answers[corr]).message
+        p = r.responses[0].partition_responses[0]
+        assert p.error_code == 0
+        return p.base_offset
+
+    def fetched(corr):
+        r = decode_response(ApiKey.FETCH, 11, answers[corr]).message
+        p = r.responses[0].partitions[0]
+        assert p.error_code == 0
+        values = [rec.value for batch in iter_batches(bytes(p.records or b""))
+                  for rec in batch]
+        return values, p.high_watermark
+
+    assert [produced(c) for c in (1, 3, 9)] == [0, 2, 4]
+    assert fetched(2) == ([b"a", b"b"], 2)
+    assert fetched(5) == ([b"a", b"b", b"c"], 3)
+    assert fetched(8) == ([b"d"], 4)
+
+
+def test_large_fetch_to_a_client_reading_late(tmp_path):
+    """Fetch answers larger than the socket takes at once (records sent from the segment
+    file), to a client that reads nothing for a while, with requests pipelined behind
+    them: other connections are served meanwhile, and the late reader gets every answer
+    whole, in order, its records byte for byte those of the segment file."""
+    import threading
+    with running_broker(str(tmp_path / "l")) as b:
+        b.create_topic("late", 1)
+        with socket.create_connection(b.address) as s:
+            for i in range(8):          # 8 batches of ~1 MiB, one produce each
+                s.sendall(_produce_frame("late", 0, i, [os.urandom(1000) for _ in range(1000)]))
+                _recv_frame(s, timeout=60)
+        with open(tmp_path / "l" / "late-0" / "00000000000000000000.log", "rb") as f:
+            log_bytes = f.read()
+        reqs = [_fetch_frame("late", 0, 1, 0, max_bytes=len(log_bytes)),
+                encode_request(MetadataRequest(topics=None), 12, 2, "late"),
+                _fetch_frame("late", 0, 3, 0, max_bytes=len(log_bytes)),
+                _produce_frame("late", 0, 4, [b"last"])]
+        with socket.socket() as late:
+            late.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            late.connect(b.address)
+            sender = threading.Thread(target=late.sendall, args=(b"".join(reqs),), daemon=True)
+            sender.start()
+            for c in range(5):          # the broker answers others while the late one waits
+                assert _call(b, MetadataRequest(topics=None), 12, corr=c).cluster_id == \
+                    b.cluster_id
+            frames = _read_frames(late, 4)
+            sender.join(30)
+    assert [struct.unpack(">i", f[4:8])[0] for f in frames] == [1, 2, 3, 4]
+    for f in (frames[0], frames[2]):
+        r = decode_response(ApiKey.FETCH, 11, f).message
+        assert bytes(r.responses[0].partitions[0].records) == log_bytes
+    r = decode_response(ApiKey.PRODUCE, 9, frames[3]).message
+    assert r.responses[0].partition_responses[0].base_offset == 8000

@@ -7,6 +7,11 @@ with ``sendfile``), an :class:`EncodedResponse` (bytes the handler encoded
 itself), or None (no answer: Produce with acks=0).  Register it
 with :meth:`Dispatcher.register`.  ApiVersions is answered from the registry
 alone: an API without a handler is absent, never answered wrongly.
+
+A hot API may instead register a synchronous handler (:meth:`Dispatcher.register_now`)
+that answers at once or returns :class:`Later` (a coroutine function finishing the
+answer, e.g. a Fetch long poll): the network layer then answers requests that arrive on
+an idle connection straight from the socket's read callback, without a task switch.
 """
 from __future__ import annotations
 
@@ -20,8 +25,8 @@ if TYPE_CHECKING:
     from kafkawire.server.broker import Broker
     from kafkawire.server.partitions import FileRegion
 
-__all__ = ["RequestContext", "Dispatcher", "Handler", "RawResponse", "EncodedResponse",
-           "KAFKA_39_VERSIONS"]
+__all__ = ["RequestContext", "Dispatcher", "Handler", "NowHandler", "RawResponse",
+           "EncodedResponse", "Later", "KAFKA_39_VERSIONS"]
 
 log = logging.getLogger("kafkawire.server.dispatch")
 
@@ -67,8 +72,18 @@ class EncodedResponse:
     frame: bytes
 
 
+class Later:
+    """What a synchronous handler returns when it cannot answer yet: ``wait()`` is a
+    coroutine giving the response (its side effects so far are kept: it is not run again)."""
+    __slots__ = ("wait",)
+
+    def __init__(self, wait: Callable[[], Awaitable["Response"]]) -> None:
+        self.wait = wait
+
+
 Response = Union[Message, RawResponse, EncodedResponse, None]
 Handler = Callable[[RequestContext, Any, int], Awaitable[Response]]
+NowHandler = Callable[[RequestContext, Any, int], Union[Response, Later]]
 
 
 class Dispatcher:
@@ -76,6 +91,8 @@ class Dispatcher:
 
     def __init__(self) -> None:
         self._handlers: Dict[int, Tuple[Handler, int, int]] = {}
+        #: Synchronous handlers by API key (see :meth:`register_now`).
+        self.now: Dict[int, NowHandler] = {}
         self.register(ApiKey.API_VERSIONS, self._api_versions)
 
     def register(self, api_key: int, handler: Handler,
@@ -90,9 +107,23 @@ class Dispatcher:
         if lo > hi:
             raise ValueError(f"no version of API {api_key} is both wanted and spoken")
         self._handlers[int(api_key)] = (handler, lo, hi)
+        self.now.pop(int(api_key), None)
+
+    def register_now(self, api_key: int, handler: NowHandler,
+                     versions: Optional[Tuple[int, int]] = None) -> None:
+        """Answer ``api_key`` with the synchronous ``handler`` (a response, or
+        :class:`Later` to await); also registered as an ordinary handler."""
+        async def run(ctx: RequestContext, request: Any, version: int) -> Response:
+            answer = handler(ctx, request, version)
+            if isinstance(answer, Later):
+                return await answer.wait()
+            return answer
+        self.register(api_key, run, versions)
+        self.now[int(api_key)] = handler
 
     def unregister(self, api_key: int) -> None:
         self._handlers.pop(int(api_key), None)
+        self.now.pop(int(api_key), None)
 
     def versions(self, api_key: int) -> Optional[Tuple[int, int]]:
         """``(min, max)`` advertised for ``api_key``, or None when it has no handler."""

@@ -28,6 +28,7 @@ import asyncio
 import collections
 import functools
 import logging
+import os
 import socket
 import struct
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
@@ -38,7 +39,7 @@ from kafkawire.protocol import ApiKey, decode_request, encode_response
 from kafkawire.protocol.schema import Message
 from kafkawire.server.auth import PRE_AUTH_APIS, Listener, SaslConnection
 from kafkawire.server.codes import UNSUPPORTED_VERSION
-from kafkawire.server.dispatch import EncodedResponse, RawResponse, RequestContext
+from kafkawire.server.dispatch import EncodedResponse, Later, RawResponse, RequestContext
 
 if TYPE_CHECKING:
     from kafkawire.server.broker import Broker
@@ -67,6 +68,23 @@ _COPY_MAX = 64 * 1024
 _SENDFILE_MIN = 16 * 1024
 
 Part = Union[bytes, "FileRegion"]
+
+
+class _Rest:
+    """What is left of a request answered from the read callback, for the serving task to
+    finish in its place in the queue: a :class:`Later` to await and answer, or the parts of
+    a response the socket did not take at once."""
+    __slots__ = ("later", "version", "correlation_id", "parts")
+
+    def __init__(self, later: Optional[Later], version: int, correlation_id: int,
+                 parts: Optional[List[Part]] = None) -> None:
+        self.later = later
+        self.version = version
+        self.correlation_id = correlation_id
+        self.parts = parts
+
+
+Item = Union[bytes, memoryview, _Rest]
 
 
 def encode_raw_response(raw: RawResponse, version: int, correlation_id: int) -> Tuple[List[Part], int]:
@@ -116,6 +134,18 @@ def advertised_address(ctx: RequestContext) -> Tuple[str, int]:
     return adv if adv is not None else ctx.broker.address
 
 
+def _write_fd(fd: int, data: bytes) -> bytes:
+    """Write ``data`` to the non-blocking socket ``fd``: the bytes it did not take."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            return bytes(view)
+        view = view[n:]
+    return b""
+
+
 class _Connection(asyncio.BufferedProtocol):
     """One client connection: reads frames into its buffer (``get_buffer`` and
     ``buffer_updated``) and queues them for :meth:`NetworkServer._serve`, which processes
@@ -126,6 +156,9 @@ class _Connection(asyncio.BufferedProtocol):
         self.listener = listener
         self.first = first
         self.transport: Optional[asyncio.BaseTransport] = None
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        #: The socket's descriptor (plaintext connections), for sends that skip the transport.
+        self.fd = -1
         self.busy = False
         self.task: Optional[asyncio.Task[None]] = None
         self.state: Dict[str, Any] = {}
@@ -140,8 +173,9 @@ class _Connection(asyncio.BufferedProtocol):
         self._end = 0            # end of the bytes received
         self._pinned = False     # a frame handed on is a view of _buf: never write over it
         self._want = 4           # bytes the frame being received still lacks (at least)
-        #: Complete requests not yet processed; None ends them (end of stream, refused frame).
-        self.frames: "collections.deque[Optional[Union[bytes, memoryview]]]" = collections.deque()
+        #: Complete requests not yet processed (or the rest of one answered in part, see
+        #: _Rest); None ends them (end of stream, refused frame).
+        self.frames: "collections.deque[Optional[Item]]" = collections.deque()
         self._queued = 0
         self._reading_paused = False
         self._waiter: Optional[asyncio.Future[None]] = None
@@ -158,7 +192,7 @@ class _Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.plaintext = transport.get_extra_info("sslcontext") is None
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         self.active = loop.time()
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -166,6 +200,8 @@ class _Connection(asyncio.BufferedProtocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+            if self.plaintext and sock.family in (socket.AF_INET, socket.AF_INET6):
+                self.fd = sock.fileno()
         server = self.server
         if server.stopping:
             transport.close()
@@ -228,6 +264,12 @@ class _Connection(asyncio.BufferedProtocol):
             start = self._end = 0
         self._start = start
         if queued:
+            waiter = self._waiter
+            if waiter is not None and not waiter.done() and self.fd >= 0:
+                # The serving task is idle: answer what can be answered right here.
+                self.server._answer_now(self)
+                if not self.frames:
+                    return
             if self._queued > _QUEUE_LIMIT and not self._reading_paused:
                 self._pause_reading()
             self._wake()
@@ -277,32 +319,104 @@ class _Connection(asyncio.BufferedProtocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def next_frame(self) -> Optional[Union[bytes, memoryview]]:
-        """The next request's bytes (after its size prefix); None at the end."""
+    async def next_frame(self) -> Optional[Item]:
+        """The next request's bytes (after its size prefix), or the rest of one; None at
+        the end."""
         frames = self.frames
         while not frames:
-            self._waiter = asyncio.get_running_loop().create_future()
+            self._waiter = self.loop.create_future()  # type: ignore[union-attr]
             await self._waiter
         frame = frames[0]
         if frame is None:
             return None                      # the end stays queued
         frames.popleft()
-        self._queued -= len(frame) + _FRAME_COST
+        if not isinstance(frame, _Rest):
+            self.dequeued(len(frame))
+        return frame
+
+    def dequeued(self, size: int) -> None:
+        """A request of ``size`` bytes left the queue: read on when it is short again."""
+        self._queued -= size + _FRAME_COST
         if (self._reading_paused and not self._ended and not self.closed
                 and self._queued <= _QUEUE_LIMIT // 2):
             self._reading_paused = False
             self.transport.resume_reading()  # type: ignore[union-attr]
-        return frame
 
     def write(self, data: bytes) -> None:
         self.transport.write(data)  # type: ignore[union-attr]
+
+    def send_now(self, parts: List[Part]) -> List[Part]:
+        """Send a response holding file regions straight to the socket (``sendfile`` for
+        the regions, one write for the bytes between them, the TCP segments corked until
+        the end), while the socket takes them: the parts left when it is full (to send
+        through the transport, in order), [] when all went.  Only on a plaintext
+        connection with nothing waiting in the transport; otherwise ``parts`` unchanged."""
+        transport = self.transport
+        fd = self.fd
+        if (fd < 0 or transport is None or self.closed or transport.is_closing()
+                or transport.get_write_buffer_size()):  # type: ignore[attr-defined]
+            return parts
+        if not any(not isinstance(p, (bytes, bytearray)) and p.size >= _SENDFILE_MIN
+                   for p in parts):
+            # small regions only: read them, one write through the transport
+            self.write(b"".join(p if isinstance(p, (bytes, bytearray)) else p.read()
+                                for p in parts))
+            return []
+        sock = transport.get_extra_info("socket")
+        corked = False
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+            corked = True
+            pending: List[bytes] = []
+            i = 0
+            for i, part in enumerate(parts):
+                if isinstance(part, (bytes, bytearray)):
+                    pending.append(part)
+                    continue
+                if part.size < _SENDFILE_MIN:
+                    pending.append(part.read())
+                    continue
+                if pending:
+                    left = _write_fd(fd, b"".join(pending))
+                    pending = []
+                    if left:
+                        return [left, *parts[i:]]
+                offset, size = part.offset, part.size
+                src = part.file.fileno()
+                while size:
+                    try:
+                        sent = os.sendfile(fd, src, offset, size)
+                    except BlockingIOError:
+                        sent = -1
+                    if sent <= 0:
+                        if sent == 0:
+                            raise ConnectionResetError("segment file ended inside a region")
+                        rest = type(part)(part.file, offset, size)
+                        return [rest, *parts[i + 1:]]
+                    offset += sent
+                    size -= sent
+            if pending:
+                left = _write_fd(fd, b"".join(pending))
+                if left:
+                    return [left]
+            return []
+        except (BrokenPipeError, ConnectionError):
+            raise
+        except OSError as exc:
+            raise ConnectionResetError(f"send failed: {exc}") from exc
+        finally:
+            if corked:
+                try:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+                except OSError:
+                    pass
 
     async def drain(self) -> None:
         """Wait until the transport's buffer is below its high-water mark again."""
         if self.closed:
             raise ConnectionResetError("connection lost")
         if self._write_paused:
-            waiter = self._drain_waiter = asyncio.get_running_loop().create_future()
+            waiter = self._drain_waiter = self.loop.create_future()  # type: ignore[union-attr]
             await waiter
 
     def close(self) -> None:
@@ -427,6 +541,19 @@ class NetworkServer:
             if conn.refused is not None:
                 log.warning("closing connection from %s: %s", conn.peer, conn.refused)
             return False
+        if isinstance(payload, _Rest):
+            conn.busy = True
+            try:
+                if payload.parts is not None:
+                    await self._write(conn, payload.parts)
+                else:
+                    assert payload.later is not None
+                    await self._respond(conn, await payload.later.wait(), payload.version,
+                                        payload.correlation_id)
+                return True
+            finally:
+                conn.busy = False
+                conn.active = conn.loop.time()  # type: ignore[union-attr]
         if not self._frame_ok(conn, len(payload)):
             return False
         conn.busy = True
@@ -436,7 +563,7 @@ class NetworkServer:
             return await self._handle(conn, payload)
         finally:
             conn.busy = False
-            conn.active = asyncio.get_running_loop().time()
+            conn.active = conn.loop.time()  # type: ignore[union-attr]
 
     def _frame_ok(self, conn: _Connection, size: int) -> bool:
         """Whether a frame of ``size`` bytes may be processed (logged when it closes the
@@ -481,8 +608,13 @@ class NetworkServer:
                              api_key=api_key, api_version=version, correlation_id=correlation_id,
                              plaintext=conn.plaintext, connection=conn.state)
         response = await handler(ctx, req.message, version)
+        await self._respond(conn, response, version, correlation_id)
+        return True
+
+    async def _respond(self, conn: _Connection, response: Any, version: int,
+                       correlation_id: int) -> None:
         if response is None:
-            return True
+            return
         if isinstance(response, EncodedResponse):
             await self._write(conn, [response.frame])
         elif isinstance(response, RawResponse):
@@ -490,7 +622,68 @@ class NetworkServer:
             await self._write(conn, parts)
         else:
             await self._write(conn, [encode_response(response, version, correlation_id)])
-        return True
+
+    def _answer_now(self, conn: _Connection) -> None:
+        """Answer ``conn``'s queued requests from the read callback, first to last, while
+        they are of an API with a synchronous handler (Produce, Fetch) and the connection
+        is idle, plaintext, authenticated and writable: no task switch per request.  The
+        first other request, and everything after it, is left to the serving task, so
+        answers keep the order of the requests.  A Fetch that must wait leaves its rest
+        (:class:`_Rest`) in its place for the task."""
+        frames = conn.frames
+        dispatcher = self.broker.dispatcher
+        now = dispatcher.now
+        try:
+            while frames and not (self.stopping or conn.closed or conn._write_paused
+                                  or conn.sasl is not None):
+                payload = frames[0]
+                if payload is None or isinstance(payload, _Rest) or len(payload) < 8:
+                    return
+                api_key, version, correlation_id = struct.unpack_from(">hhi", payload, 0)
+                handler = now.get(api_key)
+                if handler is None:
+                    return
+                versions = dispatcher.versions(api_key)
+                if versions is None or not versions[0] <= version <= versions[1]:
+                    return
+                try:
+                    req = decode_request(payload, sized=False,
+                                         max_frame_size=self.max_request_bytes,
+                                         allow_trailing=True)
+                except KafkaWireError:
+                    return                   # the task says why and closes the connection
+                frames.popleft()
+                conn.dequeued(len(payload))
+                del payload
+                ctx = RequestContext(broker=self.broker, peer=conn.peer,
+                                     client_id=req.client_id, api_key=api_key,
+                                     api_version=version, correlation_id=correlation_id,
+                                     plaintext=conn.plaintext, connection=conn.state)
+                response = handler(ctx, req.message, version)
+                if isinstance(response, Later):
+                    frames.appendleft(_Rest(response, version, correlation_id))
+                    return
+                if response is None:
+                    continue
+                if isinstance(response, EncodedResponse):
+                    conn.write(response.frame)
+                elif isinstance(response, RawResponse):
+                    parts, _ = encode_raw_response(response, version, correlation_id)
+                    rest = conn.send_now(parts)
+                    if rest:
+                        frames.appendleft(_Rest(None, version, correlation_id, rest))
+                        return
+                else:
+                    conn.write(encode_response(response, version, correlation_id))
+        except Exception as exc:
+            if not isinstance(exc, ConnectionError):   # a bug in a handler: close this
+                log.exception("closing connection from %s after an internal error",
+                              conn.peer)               # connection, keep serving others
+            frames.clear()
+            frames.append(None)                      # the serving task ends
+            conn.close()
+        finally:
+            conn.active = conn.loop.time()  # type: ignore[union-attr]
 
     async def _sasl(self, conn: _Connection, sasl: SaslConnection, api_key: int, msg: Any,
                     version: int, correlation_id: int) -> bool:
@@ -534,7 +727,12 @@ class NetworkServer:
         return True
 
     async def _write(self, conn: _Connection, parts: List[Part]) -> None:
-        loop = asyncio.get_running_loop()
+        if len(parts) > 1 and conn.fd >= 0:
+            parts = conn.send_now(parts)
+            if not parts:
+                return await conn.drain()
+        loop = conn.loop
+        assert loop is not None
         pending: List[bytes] = []      # bytes parts gathered into one write (one syscall)
         for part in parts:
             if isinstance(part, (bytes, bytearray)):

@@ -25,7 +25,7 @@ from kafkawire.protocol.schema import ZERO_UUID
 from kafkawire.server.codes import (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
                                     OFFSET_OUT_OF_RANGE,
                                     UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
-from kafkawire.server.dispatch import RawResponse, RequestContext
+from kafkawire.server.dispatch import Later, RawResponse, RequestContext
 from kafkawire.server.partitions import FileRegion
 
 if TYPE_CHECKING:
@@ -198,7 +198,9 @@ def _session_for(ctx: RequestContext, req: Any, version: int
     return session, True, 0
 
 
-async def handle_fetch(ctx: RequestContext, req: Any, version: int) -> Any:
+def handle_fetch(ctx: RequestContext, req: Any, version: int) -> Any:
+    """The response when the records are there (or the wait is over at once); else
+    :class:`Later`, waiting for records (the session already moved to this request)."""
     session, incremental, code = _session_for(ctx, req, version)
     if code:
         return FetchResponse(throttle_time_ms=0, error_code=code, session_id=0, responses=[])
@@ -206,14 +208,28 @@ async def handle_fetch(ctx: RequestContext, req: Any, version: int) -> Any:
         wanted = [(k, i, c.fetch_offset, c.max_bytes) for (k, i), c in session.partitions.items()]
     else:
         wanted = _wanted(req, version)
-    pm = ctx.broker.partitions
     deadline = time.monotonic() + min(max(req.max_wait_ms, 0) / 1000.0, _MAX_WAIT_S)
-    while True:
-        parts, regions, total, error = _gather(ctx, req, version, wanted)
-        remaining = deadline - time.monotonic()
-        if total >= req.min_bytes or error or remaining <= 0 or ctx.broker.stopping:
-            break
-        await pm.wait_for_data(remaining)
+    parts, regions, total, error = _gather(ctx, req, version, wanted)
+    if (total >= req.min_bytes or error or deadline <= time.monotonic()
+            or ctx.broker.stopping):
+        return _response(version, session, incremental, parts, regions)
+
+    async def wait() -> Any:
+        pm = ctx.broker.partitions
+        found = parts, regions, total, error
+        while True:
+            remaining = deadline - time.monotonic()
+            if found[2] >= req.min_bytes or found[3] or remaining <= 0 or ctx.broker.stopping:
+                return _response(version, session, incremental, found[0], found[1])
+            await pm.wait_for_data(remaining)
+            found = _gather(ctx, req, version, wanted)
+    return Later(wait)
+
+
+def _response(version: int, session: Optional[FetchSession], incremental: bool,
+              parts: List[Tuple[Any, Any]], regions: Dict[bytes, FileRegion]) -> Any:
+    """The FetchResponse of what was gathered (only what changed, in an incremental
+    session)."""
     T = FetchResponse.FetchableTopicResponse
     topics: Dict[Any, Any] = {}
     sent: Dict[bytes, FileRegion] = {}
@@ -237,4 +253,4 @@ async def handle_fetch(ctx: RequestContext, req: Any, version: int) -> Any:
 
 
 def register(broker: "Broker") -> None:
-    broker.dispatcher.register(ApiKey.FETCH, handle_fetch, versions=(4, 17))
+    broker.dispatcher.register_now(ApiKey.FETCH, handle_fetch, versions=(4, 17))

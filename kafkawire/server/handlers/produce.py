@@ -149,7 +149,8 @@ def encode_produce_response(version: int, correlation_id: int,
     return bytes(out)
 
 
-async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optional[EncodedResponse]:
+def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optional[EncodedResponse]:
+    """Append each partition's batch and answer (synchronous: nothing here waits)."""
     broker = ctx.broker
     pm = broker.partitions
     acks = req.acks
@@ -211,4 +212,4 @@ async def handle_produce(ctx: RequestContext, req: Any, version: int) -> Optiona
 
 
 def register(broker: "Broker") -> None:
-    broker.dispatcher.register(ApiKey.PRODUCE, handle_produce, versions=(3, 11))
+    broker.dispatcher.register_now(ApiKey.PRODUCE, handle_produce, versions=(3, 11))
