@@ -39,6 +39,23 @@ def _closed(sock: socket.socket, timeout: float = 5.0) -> bool:
         return True
 
 
+def _read_frames(sock: socket.socket, count: int, timeout: float = 60.0):
+    """``count`` whole response frames (size prefix included), in arrival order."""
+    sock.settimeout(timeout)
+    buf, out = b"", []
+    while len(out) < count:
+        while len(buf) >= 4 and len(buf) - 4 >= struct.unpack(">i", buf[:4])[0]:
+            n = 4 + struct.unpack(">i", buf[:4])[0]
+            out.append(buf[:n])
+            buf = buf[n:]
+        if len(out) < count:
+            chunk = sock.recv(1 << 20)
+            assert chunk, "the broker closed the connection"
+            buf += chunk
+    assert not buf
+    return out
+
+
 def _call(broker: Broker, message, version: int, corr: int = 1):
     with socket.create_connection(broker.address) as s:
         s.sendall(encode_request(message, version, corr, "test"))
@@ -209,27 +226,13 @@ def test_large_pipelined_and_trickled_requests(kafka_broker):
                                                  dict(index=0, records=bb.build())])]),
                               9, corr, "big")
 
-    def frames(sock, count):
-        sock.settimeout(30)
-        buf, out = b"", []
-        while len(out) < count:
-            while len(buf) >= 4 and len(buf) - 4 >= struct.unpack(">i", buf[:4])[0]:
-                n = 4 + struct.unpack(">i", buf[:4])[0]
-                out.append(buf[:n])
-                buf = buf[n:]
-            if len(out) < count:
-                chunk = sock.recv(1 << 16)
-                assert chunk, "the broker closed the connection"
-                buf += chunk
-        return out
-
     sizes = [(1, 10), (300, 1024), (2, 10), (900, 1024), (1, 100)] * 4
     reqs = [produce(c, n, size) for c, (n, size) in enumerate(sizes)]
     with socket.create_connection(b.address) as s:
         sender = threading.Thread(target=s.sendall, args=(b"".join(reqs),), daemon=True)
         sender.start()
         time.sleep(0.2)            # let the broker's buffers fill before reading anything
-        answers = [decode_response(ApiKey.PRODUCE, 9, f) for f in frames(s, len(reqs))]
+        answers = [decode_response(ApiKey.PRODUCE, 9, f) for f in _read_frames(s, len(reqs))]
         sender.join(30)
     assert [corr for corr, _ in answers] == list(range(len(reqs)))
     offsets = [r.responses[0].partition_responses[0].base_offset for _, r in answers]
@@ -243,7 +246,7 @@ def test_large_pipelined_and_trickled_requests(kafka_broker):
         data = produce(99, 3, 50) + encode_request(MetadataRequest(topics=None), 12, 100, "t")
         for i in range(len(data)):
             s.sendall(data[i:i + 1])
-        first, second = frames(s, 2)
+        first, second = _read_frames(s, 2)
         corr, r = decode_response(ApiKey.PRODUCE, 9, first)
         assert corr == 99 and r.responses[0].partition_responses[0].base_offset == at
         assert decode_response(ApiKey.METADATA, 12, second).correlation_id == 100
@@ -296,23 +299,6 @@ def test_many_small_requests_from_a_client_reading_late(kafka_broker):
                 at += 4 + size
             buf = buf[at:]
         sender.join(30)
-
-
-def _read_frames(sock: socket.socket, count: int, timeout: float = 60.0):
-    """``count`` whole response frames (size prefix included), in arrival order."""
-    sock.settimeout(timeout)
-    buf, out = b"", []
-    while len(out) < count:
-        while len(buf) >= 4 and len(buf) - 4 >= struct.unpack(">i", buf[:4])[0]:
-            n = 4 + struct.unpack(">i", buf[:4])[0]
-            out.append(buf[:n])
-            buf = buf[n:]
-        if len(out) < count:
-            chunk = sock.recv(1 << 20)
-            assert chunk, "the broker closed the connection"
-            buf += chunk
-    assert not buf
-    return out
 
 
 def _produce_frame(topic: str, partition: int, corr: int, values, acks: int = 1) -> bytes:

@@ -216,7 +216,8 @@ def handle_fetch(ctx: RequestContext, req: Any, version: int) -> Any:
 
     async def wait() -> Any:
         pm = ctx.broker.partitions
-        found = parts, regions, total, error
+        found: Tuple[List[Tuple[Any, Any]], Dict[bytes, FileRegion], int, bool] = (
+            parts, regions, total, error)
         while True:
             remaining = deadline - time.monotonic()
             if found[2] >= req.min_bytes or found[3] or remaining <= 0 or ctx.broker.stopping:
