@@ -599,3 +599,111 @@ def test_stats_and_dump_of_a_damaged_segment_url_equal_local(aws_env, s3, logdir
         want = _cli(*[a.replace("{F}", str(local)) for a in argv])
         assert _without_root(got, url) == _without_root(want, str(local)), argv
         assert got[0] == 1 or damage == "crc", argv
+
+
+# -- the CLI given index files' URLs ---------------------------------------------------
+
+_INDEX_COMMANDS = (["dump", "--no-progress", "--files", "{I}", "{T}"],
+                   ["dump", "--no-progress", "--json", "--files", "{I}", "{T}"],
+                   ["dump", "--no-progress", "--verify-index-only", "--files", "{I}", "{T}"])
+
+
+def _watch_pages(monkeypatch):
+    """``(position, length)`` of every ranged read of the index dump's log, and the bytes of
+    pages it held after each."""
+    from kafkawire.cli.logbytes import LogPages
+    requests, held = [], []
+    fill, page = S.ObjectStorage._fill, LogPages._page
+
+    def counting(self, f, path, position, view):
+        requests.append((position, len(view)))
+        return fill(self, f, path, position, view)
+
+    def watched(self, k):
+        view = page(self, k)
+        held.append(sum(len(v) for v in self._pages.values()))
+        return view
+    monkeypatch.setattr(S.ObjectStorage, "_fill", counting)
+    monkeypatch.setattr(LogPages, "_page", watched)
+    return requests, held
+
+
+def test_dump_of_index_urls_reads_the_log_in_pages(aws_env, s3, tmp_path, monkeypatch):
+    folder = _big_segment(str(tmp_path), 8 << 20)
+    for n in os.listdir(folder):
+        s3["client"].upload_file(os.path.join(folder, n), BUCKET, f"cli-index/big-0/{n}")
+    name = sorted(n for n in os.listdir(folder) if n.endswith(".log"))[0][:-4]
+    local, url = os.path.join(folder, name), f"s3://{BUCKET}/cli-index/big-0/{name}"
+    seg_size = os.path.getsize(local + ".log")
+    assert os.path.getsize(local + ".index") > 8 * 100 and os.path.getsize(local + ".timeindex") > 12 * 100
+    block, biggest = 256 << 10, 310_000
+    S.object_storage(url).block_size = block
+    _no_whole_reads(monkeypatch)
+    requests, held = _watch_pages(monkeypatch)
+    for argv in _INDEX_COMMANDS:
+        del requests[:], held[:]
+        got = _cli(*[a.replace("{I}", url + ".index").replace("{T}", url + ".timeindex") for a in argv])
+        assert got[0] == 0, (argv, got[2])
+        # each file's log read once in pages of a block (a batch larger than a block on its own):
+        # about the segment's bytes for the two files, never more than two pages held
+        fetched = sum(n for _, n in requests)
+        assert seg_size <= fetched <= 2 * seg_size + 16 * biggest, (argv, fetched, seg_size)
+        assert max(n for _, n in requests) <= max(block, biggest)
+        assert held and max(held) <= 2 * block < seg_size / 10
+        want = _cli(*[a.replace("{I}", local + ".index").replace("{T}", local + ".timeindex")
+                      for a in argv])
+        assert _without_root(got, url) == _without_root(want, local), argv
+
+
+def _damage_indexes(folder, damage):
+    """Damage the last segment of a partition folder copy the way ``damage`` says."""
+    import struct
+    name = sorted(n for n in os.listdir(folder) if n.endswith(".log"))[-1][:-4]
+    log, idx, tix = (os.path.join(folder, name + s) for s in (".log", ".index", ".timeindex"))
+    idata, tdata = bytearray(open(idx, "rb").read()), bytearray(open(tix, "rb").read())
+    assert len(idata) >= 24 and len(tdata) >= 24, (name, len(idata), len(tdata))
+    if damage == "positions":         # entries naming the wrong batch, or no batch at all
+        idata[4:8], idata[12:16] = idata[20:24], struct.pack(">i", 7)
+        idata[20:24] = struct.pack(">i", os.path.getsize(log) + 100)
+    elif damage == "timestamps":      # a wrong timestamp, one out of order, an offset not a batch's end
+        ts = struct.unpack(">q", tdata[12:20])[0]
+        tdata[0:8] = struct.pack(">q", ts + 5)
+        tdata[12:20] = struct.pack(">q", ts - 1000)
+        tdata[20:24] = struct.pack(">i", struct.unpack(">i", tdata[20:24])[0] - 1)
+    elif damage == "cut-log":         # the log ends before the indexed batches
+        with open(log, "r+b") as f:
+            f.truncate(os.path.getsize(log) // 3)
+    elif damage == "garbage":         # an indexed batch's length and CRC made garbage
+        pos = struct.unpack(">i", idata[12:16])[0]
+        with open(log, "r+b") as f:
+            f.seek(pos + 8)
+            f.write(b"\x7f\xff\xff\x00" + b"\x55" * 20)
+    elif damage == "no-log":
+        os.remove(log)
+    open(idx, "wb").write(idata)
+    open(tix, "wb").write(tdata)
+    return os.path.join(folder, name)
+
+
+@pytest.mark.parametrize("damage", ["positions", "timestamps", "cut-log", "garbage", "no-log"])
+def test_dump_of_damaged_index_urls_equals_local(aws_env, s3, logdirs, tmp_path, monkeypatch,
+                                                 damage):
+    import shutil
+    part = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
+    folder = tmp_path / part
+    shutil.copytree(os.path.join(logdirs, part), folder)
+    local = _damage_indexes(str(folder), damage)
+    prefix = f"damaged-index-{damage}/{part}"
+    for n in os.listdir(folder):
+        s3["client"].upload_file(str(folder / n), BUCKET, f"{prefix}/{n}")
+    url = f"s3://{BUCKET}/{prefix}/{os.path.basename(local)}"
+    # pages smaller than many batches, so that batches straddle them
+    S.object_storage(url).block_size = 1000
+    _no_whole_reads(monkeypatch)
+    for argv in _INDEX_COMMANDS + (["dump", "--no-progress", "--files", "{D}"],):
+        got = _cli(*[a.replace("{I}", url + ".index").replace("{T}", url + ".timeindex")
+                     .replace("{D}", url.rsplit("/", 1)[0]) for a in argv])
+        want = _cli(*[a.replace("{I}", local + ".index").replace("{T}", local + ".timeindex")
+                      .replace("{D}", str(folder)) for a in argv])
+        assert _without_root(got, url) == _without_root(want, local), argv
+        assert want[2] or '"problem"' in want[1], argv      # every damage is reported

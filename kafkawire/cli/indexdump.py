@@ -18,14 +18,14 @@ from __future__ import annotations
 import bisect
 import os
 from collections import OrderedDict
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-import kafkawire
+from kafkawire.cli.logbytes import LogPages
 from kafkawire.cli.output import Printer, err
 from kafkawire.errors import IndexCorruptError, KafkaWireError
 from kafkawire.log import files as F
 from kafkawire.log import index as IX
-from kafkawire.log.storage import map_file, storage_for
+from kafkawire.log.storage import absolute, storage_for
 from kafkawire.log.txnindex import TXN_ENTRY_SIZE, iter_txn_index, read_txn_index_file
 
 OFFSET_ENTRY = IX.OFFSET_ENTRY_SIZE
@@ -52,7 +52,7 @@ class IndexProblems:
     @staticmethod
     def add(table: Dict[str, List[Tuple[int, int]]], path: str, a: int, b: int) -> None:
         """Note the pair ``(a, b)`` under file ``path`` in ``table`` (one of the attributes)."""
-        table.setdefault(os.path.abspath(path), []).append((a, b))
+        table.setdefault(absolute(path), []).append((a, b))
 
     _add = add   # the name ``kafkawire.cli.dump`` calls
 
@@ -131,24 +131,14 @@ def time_index_sanity(path: str) -> None:
     IX.sanity_check_time_index(path)
 
 
-def _batches_from(data: Any, start: int, end: Optional[int] = None) -> Iterator[Any]:
-    """Batches from ``start``; stops quietly at a partial tail or corrupt bytes."""
-    if start < 0 or start >= len(data):
-        return
-    try:
-        for batch in kafkawire.iter_batches(data, start=start, end=end):
-            yield batch
-    except KafkaWireError:
-        return
-
-
 # ------------------------------------------------------------------ dumps
 
-def _sibling_log(path: str, complain: bool) -> Any:
-    """The mapped ``.log`` beside index ``path``, or None (said on stderr when ``complain``)."""
+def _sibling_log(path: str, complain: bool) -> Optional[LogPages]:
+    """The ``.log`` beside index ``path`` (mapped, or read in pages from object storage), or
+    None (said on stderr when ``complain``)."""
     log_path = sibling(path, F.LOG_SUFFIX)
     if storage_for(log_path).exists(log_path):
-        return map_file(log_path)
+        return LogPages(log_path)
     if complain:
         err(f"kafkawire: {path}: cannot check entries, the log file {log_path} does not exist")
     return None
@@ -178,7 +168,7 @@ def dump_offset_index(path: str, out: Printer, problems: IndexProblems, *,
                 break  # zero-filled tail of a preallocated index
             if log is not None:
                 end = min(len(log), position + max_message_size) if position >= 0 else None
-                first = next(_batches_from(log.data, position, end), None)
+                first = next(log.batches_from(position, end), None)
                 found = first.last_offset if first is not None else -1
                 if found != offset:
                     problems.add(problems.offset_mismatches, path, offset, found)
@@ -228,7 +218,7 @@ def dump_time_index(path: str, out: Printer, problems: IndexProblems, *,
             if log is not None:
                 i = bisect.bisect_right(offsets, offset)
                 start = positions[i - 1] if i else 0
-                batch = next((b for b in _batches_from(log.data, start)
+                batch = next((b for b in log.batches_from(start)
                               if b.last_offset >= offset), None)
                 if batch is None:
                     problems.add(problems.not_found, path, offset, -1)

@@ -1,19 +1,24 @@
-"""A ``.log`` file read front to back by a command (``stats``, ``dump``).
+"""A ``.log`` file read by a command: front to back (``stats``, ``dump``), or at the
+positions an index names (``dump`` of ``.index`` and ``.timeindex`` files).
 
 A local file is memory-mapped and handed on whole, as one block.  A file on
 object storage is streamed (:meth:`ObjectStorage.stream`) in blocks of whole
 batches, so a command holds at most two blocks (or the largest batch), never
 the whole segment.  The checks a command makes where the batches stop (is
 the rest zeros, a batch cut short, which offset came last) work the same
-way on both.
+way on both.  :class:`LogPages` reads the batches at given positions: from
+the mapped file, or from object storage through a few cached pages.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Generator, Iterator, Optional, Tuple, cast
 
 from kafkawire import _kernels as K
 from kafkawire import _scan_common as C
+from kafkawire.errors import KafkaWireError
 from kafkawire.log.storage import MappedFile, ObjectStorage, map_file, storage_for
+from kafkawire.records.iterate import Batch, iter_batches
 
 #: One block: ``(buffer, its position in the file, bytes of it to read)``.
 Block = Tuple[Any, int, int]
@@ -101,3 +106,102 @@ def _last_offset(data: Any, end: int) -> int:
     """Largest last offset of the batches in ``data[:end]`` (-1 when there is none)."""
     rows = K.scan_batches(data, 0, end, -1, False)[0]
     return int(rows[:, C.LAST_OFFSET].max()) if len(rows) else -1
+
+
+class LogPages:
+    """The batches of the ``.log`` file ``path`` at positions an index names, read on demand.
+
+    A local file is memory-mapped.  On object storage the bytes are fetched
+    in pages of the storage's block size, of which the last :attr:`PAGES`
+    used are kept: an index's positions increase, so each page is fetched
+    once, and a command holds two pages and the batch it checks (a copy
+    when the batch spans pages), never the segment.
+    """
+
+    #: Pages kept from object storage.
+    PAGES = 2
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.storage = storage_for(path)
+        self._map: Optional[MappedFile] = None
+        self._file: Any = None
+        self._pages: "OrderedDict[int, memoryview]" = OrderedDict()
+        if self.storage.ranged:
+            self.size = self.storage.size(path)
+            self.page = cast(ObjectStorage, self.storage).block_size
+        else:
+            self._map = cast(MappedFile, map_file(path, storage=self.storage))
+            self.size = len(self._map)
+            self.page = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def batches_from(self, start: int, end: Optional[int] = None) -> Iterator[Batch]:
+        """The batches from position ``start`` (up to ``end``, the file's end by default), in
+        order; stops quietly at a batch cut short, corrupt bytes or the end."""
+        stop = self.size if end is None else min(end, self.size)
+        if start < 0 or start >= stop:
+            return
+        if self._map is not None:
+            try:
+                yield from iter_batches(self._map.data, start=start, end=stop)
+            except KafkaWireError:
+                pass
+            return
+        pos = start
+        while stop - pos >= C.LOG_OVERHEAD:
+            length = int.from_bytes(self._read(pos + 8, 4), "big", signed=True)
+            size = min(stop - pos, C.LOG_OVERHEAD + max(length, 0))
+            data = self._read(pos, size)   # the batch's bytes: all the scan reads for it
+            try:
+                batch = next(iter(iter_batches(data, base_position=pos)), None)
+            except KafkaWireError:
+                return
+            if batch is None:
+                return
+            yield batch
+            pos += size
+
+    def _read(self, position: int, length: int) -> Any:
+        """``length`` bytes at ``position`` (inside the file), from the pages they lie on."""
+        page = self.page
+        first = position // page
+        parts = [self._page(k) for k in range(first, (position + length - 1) // page + 1)]
+        off = position - first * page
+        if len(parts) == 1:
+            return parts[0][off:off + length]
+        return b"".join([parts[0][off:], *parts[1:-1], parts[-1][:(position + length) - (first + len(parts) - 1) * page]])
+
+    def _page(self, k: int) -> memoryview:
+        got = self._pages.get(k)
+        if got is not None:
+            self._pages.move_to_end(k)
+            return got
+        start = k * self.page
+        view = memoryview(bytearray(min(self.page, self.size - start)))
+        self.storage._fill(self._open(), self.path, start, view)  # type: ignore[union-attr]
+        self._pages[k] = view
+        while len(self._pages) > self.PAGES:
+            self._pages.popitem(last=False)
+        return view
+
+    def _open(self) -> Any:
+        if self._file is None:
+            self._file = cast(ObjectStorage, self.storage)._open(self.path)
+        return self._file
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._pages.clear()
+        if self._map is not None:
+            self._map.close()
+
+    def __enter__(self) -> "LogPages":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
