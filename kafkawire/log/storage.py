@@ -612,6 +612,8 @@ def _filesystem(protocol: str, options: Dict[str, Any]) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)   # fsspec's nag about old s3fs releases
+            if protocol == "gcs" and (options.get("endpoint_url") or _gcs_emulator()):
+                return _gcs_http_filesystem(options)
             return fsspec.filesystem(protocol, skip_instance_cache=True, **options)
     except ImportError as exc:
         pkg, extra = _PACKAGES.get(protocol, ("its fsspec driver", "remote"))
@@ -619,6 +621,23 @@ def _filesystem(protocol: str, options: Dict[str, Any]) -> Any:
                            f"pip install 'kafkawire[{extra}]' ({exc})") from None
     except TypeError as exc:
         raise StorageError(f"storage options for {protocol}:// rejected: {exc}") from None
+
+
+def _gcs_emulator() -> bool:
+    """Whether ``STORAGE_EMULATOR_HOST`` points the Google Cloud Storage libraries at an emulator."""
+    return os.environ.get("STORAGE_EMULATOR_HOST", "") not in ("", "default")
+
+
+def _gcs_http_filesystem(options: Dict[str, Any]) -> Any:
+    """gcsfs's JSON-API filesystem, for an emulator or another endpoint than Google's.
+
+    Newer gcsfs releases register a filesystem that first asks Google's gRPC
+    control API what kind of bucket it reads; an emulator does not serve that
+    API, so every call would wait on it and log a warning before falling back
+    to the JSON API, which is all this layer uses.
+    """
+    from gcsfs.core import GCSFileSystem
+    return GCSFileSystem(skip_instance_cache=True, **options)
 
 
 _cache: Dict[Tuple[str, str], ObjectStorage] = {}
