@@ -7,18 +7,16 @@ this process on 127.0.0.1.
 """
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import logging
 import os
-import sys
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
 from spark_fixtures import (expected_rows, logdirs, read_in_process, rows_of_spark,  # noqa: F401
                             rows_of_table, spark)
+from storage_support import assert_cli_like_local, assert_logs_like_local, cli as _cli, folder_commands, records as _records
 
 from kafkawire.errors import CorruptRecordError, ObjectNotFoundError, ObjectTruncatedError, StorageError
 from kafkawire.log import Log, LogDir
@@ -67,28 +65,10 @@ def aws_env(s3, monkeypatch):
     S._cache.clear()
 
 
-def _records(log):
-    return [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in log.records()]
-
-
 def test_log_records_from_s3_equal_local(s3, logdirs):
     st = S.storage_for(s3["url"], s3["options"])
-    remote, local = LogDir.open(s3["url"], storage=st), LogDir.open(logdirs)
-    try:
-        assert sorted(remote.logs) == sorted(local.logs) and len(local) > 5
-        for key in local.logs:
-            r, lo = remote.logs[key], local.logs[key]
-            assert r.path.startswith("s3://")
-            assert (r.start_offset, r.next_offset) == (lo.start_offset, lo.next_offset)
-            assert _records(r) == _records(lo), key
-            assert ([(x.offset, x.value) for x in r.records(isolation="read_committed")]
-                    == [(x.offset, x.value) for x in lo.records(isolation="read_committed")])
-            mid = (lo.start_offset + lo.next_offset) // 2
-            assert r.locate(mid)[1] == lo.locate(mid)[1]
-            assert r.verify().ok == lo.verify().ok
-    finally:
-        remote.close()
-        local.close()
+    with LogDir.open(s3["url"], storage=st) as remote, LogDir.open(logdirs) as local:
+        assert_logs_like_local(remote, local, "s3://")
 
 
 def test_log_open_from_the_standard_environment(aws_env, s3, logdirs):
@@ -99,31 +79,10 @@ def test_log_open_from_the_standard_environment(aws_env, s3, logdirs):
         assert _records(r) == _records(lo)
 
 
-def _cli(*argv):
-    from kafkawire.cli.main import main
-    out, errs = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(errs):
-        code = main(list(argv))
-    return code, out.getvalue(), errs.getvalue()
-
-
 def test_cli_reads_s3_urls_like_local_folders(aws_env, s3, logdirs):
     url = s3["url"]
+    assert_cli_like_local(url, logdirs, folder_commands(logdirs))
     part = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
-    seg = sorted(n for n in os.listdir(os.path.join(logdirs, part)) if n.endswith(".log"))[0]
-    with Log.open(os.path.join(logdirs, part)) as lo:
-        recs = list(lo.records())
-    ts = str(recs[len(recs) // 2].timestamp)
-    for argv in (["stats", "--no-progress", "{R}"], ["verify", "--no-progress", "{R}"],
-                 ["dump", "--files", f"{{R}}/{part}/{seg}", "--print-data-log", "--no-progress"],
-                 ["dump", "--files", f"{{R}}/{part}/{seg[:-4]}.index", "--no-progress"],
-                 ["find", f"{{R}}/{part}", "--offset", "7"],
-                 ["find", f"{{R}}/{part}", "--timestamp", ts, "--json"],
-                 ["stats", "--json", "--no-progress", f"{{R}}/{part}"]):
-        got = _cli(*[a.replace("{R}", url) for a in argv])
-        want = _cli(*[a.replace("{R}", logdirs) for a in argv])
-        assert got[0] == want[0] == 0, (argv, got, want)
-        assert got[1].replace(url, "{R}") == want[1].replace(logdirs, "{R}"), argv
     code, _, errs = _cli("recover", f"{url}/{part}")
     assert code != 0 and "local folders only" in errs
 

@@ -10,7 +10,6 @@ metadata-server probe (``NO_GCE_CHECK``), and no credentials to find.
 """
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -18,11 +17,11 @@ import pickle
 import subprocess
 import sys
 import textwrap
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
 from spark_fixtures import expected_rows, logdirs, rows_of_spark, spark  # noqa: F401
+from storage_support import assert_cli_like_local, assert_logs_like_local, folder_commands, records as _records
 
 from kafkawire.log import Log, LogDir
 from kafkawire.log import storage as S
@@ -86,25 +85,9 @@ def gcs_env(gcs, monkeypatch):
     S._cache.clear()
 
 
-def _records(log):
-    return [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in log.records()]
-
-
-def _same_logs(remote, local):
-    assert sorted(remote.logs) == sorted(local.logs) and len(local) > 5
-    for key in local.logs:
-        r, lo = remote.logs[key], local.logs[key]
-        assert r.path.startswith("gs://")
-        assert (r.start_offset, r.next_offset) == (lo.start_offset, lo.next_offset)
-        assert _records(r) == _records(lo), key
-        mid = (lo.start_offset + lo.next_offset) // 2
-        assert r.locate(mid)[1] == lo.locate(mid)[1]
-        assert r.verify().ok == lo.verify().ok
-
-
 def test_log_dir_from_the_environment_equals_local(gcs_env, gcs, logdirs):
     with LogDir.open(gcs["url"]) as remote, LogDir.open(logdirs) as local:
-        _same_logs(remote, local)
+        assert_logs_like_local(remote, local, "gs://")
     name = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
     with Log.open(f"gs://{BUCKET}/logs/{name}/") as r, Log.open(os.path.join(logdirs, name)) as lo:
         assert r.path == f"gs://{BUCKET}/logs/{name}"
@@ -115,36 +98,11 @@ def test_log_dir_with_storage_options_equals_local(gcs, logdirs):
     assert "STORAGE_EMULATOR_HOST" not in os.environ
     st = S.storage_for(gcs["url"], gcs["options"])
     with LogDir.open(gcs["url"], storage=st) as remote, LogDir.open(logdirs) as local:
-        _same_logs(remote, local)
-
-
-def _cli(*argv):
-    from kafkawire.cli.main import main
-    out, errs = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(errs):
-        code = main(list(argv))
-    return code, out.getvalue(), errs.getvalue()
+        assert_logs_like_local(remote, local, "gs://")
 
 
 def test_cli_reads_gs_urls_like_local_folders(gcs_env, gcs, logdirs):
-    url = gcs["url"]
-    part = sorted(n for n in os.listdir(logdirs) if n.startswith("orders-"))[0]
-    seg = sorted(n for n in os.listdir(os.path.join(logdirs, part)) if n.endswith(".log"))[0]
-    with Log.open(os.path.join(logdirs, part)) as lo:
-        recs = list(lo.records())
-    ts = str(recs[len(recs) // 2].timestamp)
-    for argv in (["stats", "--no-progress", "{R}"], ["stats", "--json", "--no-progress", "{R}"],
-                 ["verify", "--no-progress", "{R}"],
-                 ["dump", "--files", f"{{R}}/{part}/{seg}", "--deep-iteration", "--no-progress"],
-                 ["dump", "--files", f"{{R}}/{part}/{seg[:-4]}.index",
-                  f"{{R}}/{part}/{seg[:-4]}.timeindex", "--no-progress"],
-                 ["find", f"{{R}}/{part}", "--offset", "7"],
-                 ["find", f"{{R}}/{part}", "--timestamp", ts, "--json"]):
-        got = _cli(*[a.replace("{R}", url) for a in argv])
-        want = _cli(*[a.replace("{R}", logdirs) for a in argv])
-        assert got[0] == want[0] == 0, (argv, got, want)
-        assert got[1].replace(url, "{R}") == want[1].replace(logdirs, "{R}"), argv
-        assert got[2].replace(url, "{R}") == want[2].replace(logdirs, "{R}"), argv
+    assert_cli_like_local(gcs["url"], logdirs, folder_commands(logdirs))
 
 
 def _pythonpath():
