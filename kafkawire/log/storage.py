@@ -248,7 +248,7 @@ def storage_options(protocol: str, options: Optional[Mapping[str, str]] = None) 
     object is passed to fsspec as is and wins over the rest.  With no options
     at all the filesystem library finds its settings the standard way
     (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, profiles, instance
-    credentials, ``GOOGLE_APPLICATION_CREDENTIALS``, ...).
+    credentials, ``GOOGLE_APPLICATION_CREDENTIALS``, ``STORAGE_EMULATOR_HOST``, ...).
     """
     opts = {str(k).lower(): str(v) for k, v in (options or {}).items()}
     out: Dict[str, Any] = {}
