@@ -68,6 +68,7 @@ from kafkawire._fast.accum import (
     Sticky as Sticky,
     encode_columns_into as encode_columns_into,
     frame_buffer as frame_buffer,
+    recv_exact as recv_exact,
 )
 
 MODULES: Tuple[str, ...]

@@ -100,3 +100,54 @@ def test_produce_batches_equal_the_batch_builders(codec):
         for value, key, headers, ts, _ in records:
             b.append(value, key, 1_700_000_000_000 if ts is None else ts, headers)
         assert _api.build_batch(records, codec, 1_700_000_000_000) == b.build()
+
+
+def test_large_response_frames_reuse_buffers_nothing_refers_to():
+    import socket
+    import struct
+    import threading
+    import time
+
+    from kafkawire.client import connection as CN
+    a, b = socket.socketpair()
+    conn = CN.BrokerConnection("localhost", 1)
+    conn._sock = a
+    try:
+        size = CN._POOL_MIN + 1000
+
+        def frame(fill):
+            writer = threading.Thread(target=b.sendall,
+                                      args=(struct.pack(">i", size) + bytes([fill]) * size,))
+            writer.start()           # more than a socket buffer holds: written while read
+            got = conn._read_frame(time.monotonic() + 30)
+            writer.join()
+            return got
+        first = frame(1)
+        assert len(first) == size and bytes(first[:2]) == b"\x01\x01"
+        held = first[10:20]                 # a view into it: the buffer stays in use
+        del first
+        second = frame(2)
+        assert held.obj is not second.obj and bytes(held) == b"\x01" * 10
+        del held, second
+        pooled = [id(buf) for buf in conn._pool]     # ids: a reference would keep them in use
+        assert len(pooled) == 2
+        third = frame(3)                    # nothing refers to the pooled buffers: one reused
+        assert id(third.obj) in pooled and len(conn._pool) == 2
+        assert bytes(third[-3:]) == b"\x03" * 3
+        in_use = [third]
+        for fill in range(4, 4 + CN._POOL_BUFFERS):    # more frames held than the pool keeps
+            in_use.append(frame(fill))
+        assert len(conn._pool) == CN._POOL_BUFFERS
+        assert all(bytes(f[:1]) == bytes([i + 3]) for i, f in enumerate(in_use))
+        size += 100_000                              # larger than every pooled buffer
+        del in_use[1:]
+        bigger = frame(9)                            # free small ones make room for it
+        assert len(conn._pool) <= CN._POOL_BUFFERS and any(bigger.obj is b for b in conn._pool)
+        assert any(third.obj is b for b in conn._pool)   # still in use: kept
+        del bigger, third, in_use
+        small = (struct.pack(">i", 8) + b"12345678")
+        b.sendall(small)
+        assert type(conn._read_frame(time.monotonic() + 30)) is bytearray   # small: not pooled
+    finally:
+        a.close()
+        b.close()

@@ -98,3 +98,29 @@ def test_frame_buffer_is_a_bytearray_of_the_size_asked():
         assert buf == b"\x01" * n
     with pytest.raises(ValueError):
         K.frame_buffer(-1)
+
+
+def test_recv_exact_fills_the_buffer_across_writes_and_reports_timeouts_and_close():
+    import socket
+    import threading
+    a, b = socket.socketpair()
+    try:
+        data = bytes(range(256)) * 4000
+        buf = bytearray(len(data))
+        writer = threading.Thread(target=lambda: [b.sendall(data[i:i + 70_000])
+                                                  for i in range(0, len(data), 70_000)])
+        writer.start()
+        K.recv_exact(a, memoryview(buf), 30.0)      # many recv calls, one kernel call
+        writer.join()
+        assert buf == data
+        with pytest.raises(socket.timeout):
+            K.recv_exact(a, memoryview(buf)[:10], 0.05)
+        b.sendall(b"xyz")
+        b.close()
+        with pytest.raises(ConnectionResetError):
+            K.recv_exact(a, memoryview(buf)[:10], 30.0)
+        assert buf[:3] == b"xyz"
+        K.recv_exact(a, memoryview(buf)[:0], 0.0)    # nothing to read: nothing waited for
+    finally:
+        a.close()
+        b.close()

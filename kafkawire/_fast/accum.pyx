@@ -16,6 +16,10 @@ other thread; the counters it shares with the general path (``used``,
 atomic for the same reason.
 """
 cimport cython
+import os
+import socket
+import time
+from cpython.exc cimport PyErr_CheckSignals
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
@@ -25,7 +29,8 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
 
-__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into", "frame_buffer"]
+__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into", "frame_buffer",
+           "recv_exact"]
 
 cdef extern from *:
     """
@@ -76,6 +81,77 @@ cdef extern from "Python.h":
     object PySequence_GetItem(object o, Py_ssize_t i)
     Py_ssize_t PyObject_Length(object o) except -1
     const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+
+
+cdef extern from *:
+    """
+    #include <errno.h>
+    #include <poll.h>
+    #include <sys/socket.h>
+    #include <time.h>
+    /* Fill p[0..n) from socket fd, waiting at most timeout_ms in all (poll between reads).
+       Returns 0 when filled, 1 on timeout, 2 when the peer closed, 3 on EINTR (the caller
+       checks for signals and calls again), or -errno; *got counts the bytes read so far. */
+    static int kw_recv_exact(int fd, unsigned char *p, Py_ssize_t n, Py_ssize_t *got,
+                             double timeout_ms) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (*got < n) {
+            ssize_t r = recv(fd, p + *got, (size_t)(n - *got), MSG_DONTWAIT);
+            if (r > 0) { *got += r; continue; }
+            if (r == 0) return 2;
+            if (errno == EINTR) return 3;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double left = timeout_ms - ((double)(t1.tv_sec - t0.tv_sec) * 1e3
+                                        + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+            if (left <= 0) return 1;
+            struct pollfd pfd;
+            pfd.fd = fd; pfd.events = POLLIN; pfd.revents = 0;
+            int k = poll(&pfd, 1, left < 1.0 ? 1 : (int)left);
+            if (k < 0) {
+                if (errno == EINTR) return 3;
+                return -errno;
+            }
+        }
+        return 0;
+    }
+    """
+    int kw_recv_exact(int fd, unsigned char *p, Py_ssize_t n, Py_ssize_t *got,
+                      double timeout_ms) nogil
+
+
+def recv_exact(sock, buf, double timeout):
+    """Fill the writable buffer ``buf`` from the plain socket ``sock`` within ``timeout`` s.
+
+    The whole read runs without the GIL (one acquisition per call, not one per
+    ``recv``), so a thread reading Fetch answers does not queue for the
+    interpreter behind the thread decoding the previous ones.  Raises
+    ``socket.timeout`` when the time runs out, ``ConnectionResetError`` when
+    the peer closes first, ``OSError`` on other socket errors.
+    """
+    cdef unsigned char[::1] v = buf
+    cdef Py_ssize_t n = v.shape[0], got = 0
+    cdef int fd = sock.fileno(), r
+    cdef unsigned char* p = &v[0] if n else NULL
+    cdef double left_ms
+    if fd < 0:
+        raise OSError(9, "the socket is closed")
+    deadline = time.monotonic() + timeout
+    while True:
+        left_ms = (deadline - time.monotonic()) * 1000.0
+        with nogil:
+            r = kw_recv_exact(fd, p, n, &got, left_ms)
+        if r == 0:
+            return
+        if r == 1:
+            raise socket.timeout("timed out")
+        if r == 2:
+            raise ConnectionResetError("the broker closed the connection")
+        if r == 3:
+            PyErr_CheckSignals()
+            continue
+        raise OSError(-r, os.strerror(-r))
 
 
 def frame_buffer(Py_ssize_t n):

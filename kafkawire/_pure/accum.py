@@ -9,11 +9,39 @@ fast path reproduces.
 """
 from __future__ import annotations
 
+import select
+import socket
+import time
 from typing import Any, Callable, List, Optional
 
 from kafkawire._pure.records import encode_records_v2
 
-__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into", "frame_buffer"]
+__all__ = ["RecordBuffer", "Appender", "Sticky", "encode_columns_into", "frame_buffer",
+           "recv_exact"]
+
+
+def recv_exact(sock: Any, buf: Any, timeout: float) -> None:
+    """Fill the writable buffer ``buf`` from the plain socket ``sock`` within ``timeout`` s.
+
+    Raises ``socket.timeout`` when the time runs out, ``ConnectionResetError``
+    when the peer closes first, ``OSError`` on other socket errors.  (The
+    compiled twin reads without holding the GIL.)
+    """
+    view = memoryview(buf).cast("B")
+    got, n = 0, view.nbytes
+    deadline = time.monotonic() + timeout
+    while got < n:
+        try:
+            k = sock.recv_into(view[got:], 0, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("timed out") from None
+            select.select([sock], [], [], left)
+            continue
+        if k == 0:
+            raise ConnectionResetError("the broker closed the connection")
+        got += k
 
 
 def frame_buffer(n: int) -> bytearray:

@@ -15,6 +15,7 @@ import select
 import socket
 import ssl
 import struct
+import sys
 import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
@@ -31,6 +32,13 @@ log = logging.getLogger("kafkawire.client.connection")
 _SIZE = struct.Struct(">i")
 _IOV_MAX = 512          # buffers per sendmsg call (Linux allows 1024)
 _CORRELATION = struct.Struct(">i")
+# Response frames of at least _POOL_MIN bytes (Fetch answers) are read into buffers the
+# connection keeps and reuses once nothing refers to them any more: a fresh buffer of a
+# few MiB per answer costs a page fault per 4 KiB (and the kernel zeroing the page) on the
+# first write, then unmapping on release, about as much as the copy from the socket itself.
+_POOL_MIN = 256 << 10
+_POOL_BUFFERS = 4                 # at most this many pooled buffers per connection...
+_POOL_BYTES = 64 << 20            # ...holding at most this many bytes together
 
 
 class Pending:
@@ -99,6 +107,7 @@ class BrokerConnection:
         self._timed_sock: Optional[socket.socket] = None
         self.bytes_sent = 0
         self.bytes_received = 0
+        self._pool: List[bytearray] = []   # reusable frame buffers (see _frame_buffer)
 
     def __repr__(self) -> str:
         state = "connected" if self._sock is not None else "closed" if self._closed else "idle"
@@ -264,7 +273,7 @@ class BrokerConnection:
                 n += 1
         return n
 
-    def _dispatch(self, frame: bytearray) -> None:
+    def _dispatch(self, frame: Union[bytearray, memoryview]) -> None:
         if len(frame) < 4:
             err = ProtocolError(f"response frame of {len(frame)} bytes from {self.host}:{self.port} "
                                 "is too short to hold a correlation id")
@@ -308,6 +317,13 @@ class BrokerConnection:
 
     def _read_exact(self, view: memoryview, deadline: float) -> None:
         sock = self._sock
+        if not isinstance(sock, ssl.SSLSocket):
+            # the whole read in one call, without the GIL where the kernels are compiled
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            K.recv_exact(sock, view, left)
+            return
         got, n = 0, len(view)
         while got < n:
             left = deadline - time.monotonic()
@@ -319,7 +335,7 @@ class BrokerConnection:
                 raise ConnectionResetError("the broker closed the connection")
             got += k
 
-    def _read_frame(self, deadline: float) -> bytearray:
+    def _read_frame(self, deadline: float) -> Union[bytearray, memoryview]:
         try:
             head = bytearray(4)
             self._read_exact(memoryview(head), deadline)
@@ -330,7 +346,7 @@ class BrokerConnection:
                                     "that is expected")
                 self._fail(err)
                 raise err
-            frame = K.frame_buffer(size)  # not zeroed: the read fills it
+            frame = self._frame_buffer(size)
             self._read_exact(memoryview(frame), deadline)
         except socket.timeout as exc:
             err = RequestTimeoutError(f"no response from {self.host}:{self.port} in time; raise "
@@ -344,6 +360,42 @@ class BrokerConnection:
         self.bytes_received += 4 + size
         return frame
 
+    def _frame_buffer(self, size: int) -> Union[bytearray, memoryview]:
+        """Room for a response frame of ``size`` bytes, not zeroed (the read fills it).
+
+        Large frames get a view of a pooled buffer that nothing else refers to
+        any more (every view, decoded field or Arrow buffer made from a frame
+        holds a reference to it, so a buffer still in use is never handed out
+        again); the pool is bounded in count and bytes.
+        """
+        if size < _POOL_MIN:
+            return K.frame_buffer(size)  # type: ignore[no-any-return]
+        pool = self._pool
+        best = -1
+        for i in range(len(pool)):
+            # free: referenced only by the pool and getrefcount's own argument
+            if len(pool[i]) >= size and sys.getrefcount(pool[i]) <= 2 and \
+                    (best < 0 or len(pool[i]) < len(pool[best])):
+                best = i
+        if best >= 0:
+            return memoryview(pool[best])[:size]
+        cap = (size + (size >> 3) + 0xFFFF) & ~0xFFFF    # some room for a slightly larger next one
+        buf = K.frame_buffer(cap)
+        held, count = sum(map(len, pool)), len(pool)
+        if count >= _POOL_BUFFERS or held + cap > _POOL_BYTES:
+            # make room by dropping free buffers (all too small for this frame), smallest first
+            for i in sorted(range(count), key=lambda j: len(pool[j])):
+                if count < _POOL_BUFFERS and held + cap <= _POOL_BYTES:
+                    break
+                if sys.getrefcount(pool[i]) <= 2:
+                    held -= len(pool[i])
+                    count -= 1
+                    pool[i] = None  # type: ignore[call-overload]
+            pool[:] = [b for b in pool if b is not None]
+        if count < _POOL_BUFFERS and held + cap <= _POOL_BYTES:
+            pool.append(buf)
+        return memoryview(buf)[:size]
+
     def _fail(self, error: BaseException) -> None:
         """Close the socket and fail every request still waiting on it."""
         sock, self._sock = self._sock, None
@@ -355,8 +407,12 @@ class BrokerConnection:
                 sock.close()
             except OSError:
                 pass
-        while self._inflight:
-            self._inflight.popleft()._set(error=error)
+        while True:   # another thread may fail the connection at the same time
+            try:
+                pending = self._inflight.popleft()
+            except IndexError:
+                break
+            pending._set(error=error)
 
     def close(self) -> None:
         """Close the socket; requests still in flight fail with ``ClientClosedError``."""
