@@ -85,13 +85,13 @@ def test_read_committed_counts_the_last_stable_offset():
     assert fetcher.fetchable() == {1: [P1]}
 
 
-def _answer(base, n, compression="none", fetch_offset=None, read_committed=False):
+def _answer(base, n, compression="none", fetch_offset=None, read_committed=False, tp=P0):
     from kafkawire.client.fetcher import CompletedFetch
     from kafkawire.records.builder import BatchBuilder
     b = BatchBuilder(compression=compression, base_offset=base)
     for i in range(base, base + n):
         b.append(b"v%d" % i, key=b"k%d" % i, timestamp=1_700_000_000_000 + i)
-    return CompletedFetch(P0, base if fetch_offset is None else fetch_offset, b.build(), [],
+    return CompletedFetch(tp, base if fetch_offset is None else fetch_offset, b.build(), [],
                           read_committed)
 
 
@@ -160,3 +160,108 @@ def test_fetch_frame_is_what_the_generic_encoder_writes(version):
                           args["max_bytes"], args["isolation_level"], args["session_id"],
                           args["session_epoch"], topics, forgotten, rack)
         assert got == want
+
+
+@pytest.mark.parametrize("version", range(4, 18))
+def test_fetch_answer_reads_what_the_generic_decoder_reads(version):
+    import random
+    import uuid
+
+    from kafkawire import protocol as P
+    from kafkawire.client import _api as A
+    from kafkawire.client.fetcher import fetch_answer
+    rnd = random.Random(version)
+    by_id = version >= 13
+    for trial in range(20):
+        topics = []
+        for t in range(rnd.randrange(0, 4)):
+            parts = []
+            for _ in range(rnd.randrange(0, 5)):
+                part = {"partition_index": rnd.randrange(0, 300), "error_code": rnd.randrange(-1, 5),
+                        "high_watermark": rnd.randrange(-1, 1 << 62),
+                        "last_stable_offset": rnd.randrange(-1, 1 << 40),
+                        "log_start_offset": rnd.randrange(-1, 1 << 40),
+                        "aborted_transactions": rnd.choice([None, [], [
+                            {"producer_id": rnd.randrange(0, 1 << 40),
+                             "first_offset": rnd.randrange(0, 1 << 40)}
+                            for _ in range(rnd.randrange(1, 4))]]),
+                        "preferred_read_replica": rnd.randrange(-1, 3),
+                        "records": rnd.choice([None, b"", bytes(rnd.randrange(256)
+                                                                for _ in range(rnd.randrange(300)))])}
+                if version >= 12 and rnd.random() < 0.5:   # tagged fields the consumer skips
+                    part["current_leader"] = {"leader_id": 2, "leader_epoch": 7}
+                    part["diverging_epoch"] = {"epoch": 3, "end_offset": 99}
+                parts.append(part)
+            topic = {"partitions": parts}
+            if by_id:
+                topic["topic_id"] = uuid.UUID(int=rnd.getrandbits(128))
+            else:
+                topic["topic"] = "topic-\u00e9" + "t" * rnd.randrange(0, 150) + str(t)
+            topics.append(topic)
+        resp = P.FetchResponse(throttle_time_ms=rnd.randrange(0, 100),
+                               error_code=rnd.randrange(0, 3) if version >= 7 else 0,
+                               session_id=rnd.randrange(0, 1 << 30) if version >= 7 else 0,
+                               responses=topics)
+        frame = P.encode_response(resp, version, 7)[4:]
+        for payload in (frame, frame + b"\0"):   # librdkafka's mock adds a stray byte
+            want = A.decode_response(A.FETCH, version, payload)
+            got = fetch_answer(version, bytearray(payload))
+            assert (got.throttle_time_ms, got.error_code, got.session_id) == \
+                (want.throttle_time_ms, want.error_code, want.session_id)
+            assert len(got.responses) == len(want.responses)
+            for gt, wt in zip(got.responses, want.responses):
+                assert (gt.topic, gt.topic_id) == (wt.topic, wt.topic_id if by_id else None)
+                assert len(gt.partitions) == len(wt.partitions)
+                for gp, wp in zip(gt.partitions, wt.partitions):
+                    for name in ("partition_index", "error_code", "high_watermark",
+                                 "last_stable_offset", "log_start_offset"):
+                        assert getattr(gp, name) == getattr(wp, name), name
+                    assert gp.aborted_transactions == (
+                        None if wp.aborted_transactions is None else
+                        [(a.producer_id, a.first_offset) for a in wp.aborted_transactions])
+                    assert (None if gp.records is None else bytes(gp.records)) == \
+                        (None if wp.records is None else bytes(wp.records))
+        for cut in sorted({rnd.randrange(4, len(frame)) for _ in range(10)} if len(frame) > 4
+                          else ()):
+            try:
+                fetch_answer(version, frame[:cut])
+            except P.MessageDecodeError as exc:
+                assert exc.position is not None
+
+
+def test_answers_of_several_partitions_make_one_batch():
+    pytest.importorskip("pyarrow")
+    fetcher, states = _fetcher({("t", 0): 1, ("t", 1): 1, ("u", 0): 2})
+    fetcher.completed[P0] = collections.deque([_answer(0, 5), _answer(5, 3, compression="gzip")])
+    fetcher.completed[P1] = collections.deque([_answer(10, 4, tp=P1)])
+    fetcher.completed[Q0] = collections.deque([_answer(0, 6, fetch_offset=2, tp=Q0)])
+    got = fetcher.take_columns(100, False)
+    rows = [(r["topic"], r["partition"], r["offset"], r["value"])
+            for rb in got for r in rb.to_pylist()]
+    # every partition's rows in offset order; the gzip answer and the one starting inside its
+    # batch are decoded on their own
+    for tp in (P0, P1, Q0):
+        offsets = [o for t, p, o, _ in rows if (t, p) == tp]
+        assert offsets == sorted(offsets)
+    assert sorted((t, p, o) for t, p, o, _ in rows) == sorted(
+        [("t", 0, o) for o in range(8)] + [("t", 1, o) for o in range(10, 14)]
+        + [("u", 0, o) for o in range(2, 6)])
+    assert all(v == b"v%d" % o for _, _, o, v in rows)
+    assert len(got) == 3          # P0's first answer and P1's in one batch; then gzip; then Q0
+    assert (states[P0].position, states[P1].position, states[Q0].position) == (8, 14, 6)
+    assert not fetcher.completed
+
+
+def test_a_partition_taken_in_part_keeps_its_order_in_the_joint_batch():
+    pytest.importorskip("pyarrow")
+    fetcher, states = _fetcher({("t", 0): 1, ("t", 1): 1})
+    fetcher.completed[P0] = collections.deque([_answer(0, 6), _answer(6, 2)])
+    fetcher.completed[P1] = collections.deque([_answer(0, 3, tp=P1)])
+    first = fetcher.take_columns(4, False)           # 4 of P0's 6: its own batch
+    assert [r["offset"] for rb in first for r in rb.to_pylist()] == [0, 1, 2, 3]
+    assert states[P0].position == 4
+    rest = fetcher.take_columns(100, False)
+    rows = [(r["partition"], r["offset"]) for rb in rest for r in rb.to_pylist()]
+    assert [o for p, o in rows if p == 0] == [4, 5, 6, 7]
+    assert [o for p, o in rows if p == 1] == [0, 1, 2]
+    assert (states[P0].position, states[P1].position) == (8, 3)

@@ -472,12 +472,11 @@ class Consumer:
 
         limit = 65536 if max_records is None else max_records
         batches = self._poll(timeout_ms, limit, include_headers)
-        schema = arrow_schema(include_headers=include_headers, with_topic=True)
-        if not batches:
-            return schema.empty_table().to_batches()[0] if hasattr(schema, "empty_table") else \
-                pa.RecordBatch.from_pylist([], schema=schema)
         if len(batches) == 1:
             return batches[0]
+        schema = arrow_schema(include_headers=include_headers, with_topic=True)
+        if not batches:
+            return pa.RecordBatch.from_pylist([], schema=schema)
         return pa.Table.from_batches(batches, schema=schema).combine_chunks().to_batches()[0]
 
     def _poll(self, timeout_ms: int, limit: int, columns: Optional[bool]):

@@ -32,6 +32,7 @@ import logging
 import select
 import struct
 import time
+import uuid
 from typing import Any, Deque, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import kafkawire
@@ -373,6 +374,7 @@ class Fetcher:
         self.needs_metadata = False
         self.needs_reset: List[TopicPartition] = []
         self.sessions: Dict[int, FetchSession] = {}
+        self._links: Dict[int, Tuple[Any, int]] = {}   # node -> (connection, Fetch version)
 
     # --------------------------------------------------------------- sending
     def _buffered(self, tp: TopicPartition) -> int:
@@ -424,13 +426,12 @@ class Fetcher:
             if session is None:
                 session = self.sessions[node] = FetchSession(node)
             try:
-                conn = self.client._node(node)
-                version = self.client._version(conn, A.FETCH)
+                conn, version = self._link(node)
                 cid = conn.next_correlation_id()
                 frame, offsets, ids = self._request(tps, version, session, cid)
                 pending = conn.send(frame, cid, A.FETCH, version,
                                     timeout=self.client.request_timeout + self.max_wait_ms / 1000,
-                                    decode=lambda f, v=version: A.decode_response(A.FETCH, v, f))
+                                    decode=lambda f, v=version: fetch_answer(v, f))
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 log.debug("fetch to broker %s not sent: %s", node, exc)
                 session.failed()
@@ -438,6 +439,17 @@ class Fetcher:
                 self.needs_metadata = True
                 continue
             self.in_flight[node] = (pending, conn, offsets, ids)
+
+    def _link(self, node: int) -> Tuple[Any, int]:
+        """The open connection to broker ``node`` and the Fetch version it speaks (kept between
+        polls while the client keeps that connection)."""
+        link = self._links.get(node)
+        if link is not None and link[0].connected and \
+                getattr(self.client, "_conns", {}).get(node) is link[0]:
+            return link
+        conn = self.client._node(node)
+        link = self._links[node] = (conn, self.client._version(conn, A.FETCH))
+        return link
 
     def _request(self, tps: Sequence[TopicPartition], version: int, session: FetchSession,
                  cid: int):
@@ -634,7 +646,8 @@ class Fetcher:
                 if rows:
                     out.append(item)
                     left -= rows
-                    st.position = last + 1
+                    if last is not None:   # else cf was taken whole: next_offset, below
+                        st.position = last + 1
                     if epoch is not None:
                         st.leader_epoch = epoch
                 if not cf.exhausted:
@@ -660,17 +673,100 @@ class Fetcher:
         return self._hand_out(max_records, take)
 
     def take_columns(self, max_records: int, include_headers: bool) -> List[Any]:
-        """Arrow record batches, one per partition that had rows."""
+        """Arrow record batches: the answers taken whole, of every partition, decoded together
+        into one batch (no per-partition batches to copy into one afterwards); an answer taken
+        in part, or needing its own decoding (see :meth:`_Joint.fits`), gives one of its own."""
+        joint = _Joint(include_headers)
+        own = set()   # partitions with a batch of their own in this poll: their rows come after
+
         def take(cf, n):
+            if cf.tp not in own and joint.fits(cf, n):
+                return joint, joint.add(cf), None, None
+            own.add(cf.tp)
             rb = cf.take_columns(n, include_headers)
             if not rb.num_rows:
                 return None, 0, 0, None
             return rb, rb.num_rows, rb.column("offset")[-1].as_py(), None
-        return self._hand_out(max_records, take)
+        items = self._hand_out(max_records, take)
+        if not joint.rows:
+            return items
+        return [joint.batch()] + [i for i in items if i is not joint]
 
 
 # Answers appended to one another (CompletedFetch.absorb) hold at most this many bytes together.
 _MERGE_MAX_BYTES = 64 << 20
+# The answers one poll decodes together (_Joint) hold at most this many bytes together, so their
+# keys and values stay far below Arrow's 2 GiB binary limit.
+_JOINT_MAX_BYTES = 1 << 30
+
+
+class _Joint:
+    """Whole answers of one poll, of any partitions, decoded into one set of columns.
+
+    Rows come partition after partition (each in offset order); :meth:`batch`
+    makes the Arrow batch once, with the topic and partition of each run.
+    """
+
+    __slots__ = ("include_headers", "builder", "runs", "rows", "wire_bytes")
+
+    def __init__(self, include_headers: bool) -> None:
+        self.include_headers = include_headers
+        self.builder: Any = None
+        self.runs: List[Tuple[TopicPartition, int]] = []
+        self.rows = 0
+        self.wire_bytes = 0
+
+    def fits(self, cf: CompletedFetch, n: int) -> bool:
+        """Whether ``cf`` is taken whole by a poll with room for ``n`` more rows: nothing was
+        taken from it, it needs no read_committed filtering, its batches are uncompressed v2
+        ones starting at its fetch offset (no rows to skip), and it has at most ``n`` offsets."""
+        batches = cf.batches
+        if cf._started or cf._read_committed or not batches or not _plain(batches):
+            return False
+        first = batches[0].base_offset
+        size = sum(map(len, cf.pieces))
+        return (first >= cf.fetch_offset and batches[-1].last_offset - first + 1 <= n
+                and self.wire_bytes + size <= _JOINT_MAX_BYTES)
+
+    def add(self, cf: CompletedFetch) -> int:
+        """Decode all of ``cf`` (which :meth:`fits`); the rows it gave."""
+        b = self.builder
+        if b is None:
+            b = self.builder = K.ColumnBuilder(self.include_headers, (1 << 63) - 1,
+                                               _CC.MAX_CHUNK_BYTES, None, None)
+        before = len(b)
+        for piece in cf.pieces:
+            for _ in ColumnChunkIterator(piece, include_headers=self.include_headers, builder=b,
+                                         last_chunk=False):
+                raise RuntimeError("a poll's records overflowed one column chunk")
+            self.wire_bytes += len(piece)
+        rows = len(b) - before
+        cf._started = cf._done = True
+        if rows:
+            self.runs.append((cf.tp, rows))
+            self.rows += rows
+        return rows
+
+    def batch(self) -> Any:
+        """The rows added, as one ``pyarrow.RecordBatch`` with topic and partition columns."""
+        import numpy as np
+        import pyarrow as pa
+        chunk = ColumnChunk(self.builder.take())
+        (topic, partition), _ = self.runs[0]
+        rb = chunk.to_arrow(include_headers=self.include_headers, topic=topic,
+                            partition=partition)
+        if len(self.runs) == 1:
+            return rb
+        counts = [k for _, k in self.runs]
+        parts = np.repeat(np.array([tp[1] for tp, _ in self.runs], dtype=np.int32), counts)
+        i = rb.schema.get_field_index("partition")
+        rb = rb.set_column(i, rb.schema.field(i), pa.Array.from_buffers(
+            pa.int32(), len(parts), [None, pa.py_buffer(parts)]))
+        if any(tp[0] != topic for tp, _ in self.runs):
+            i = rb.schema.get_field_index("topic")
+            names = [tp[0] for tp, k in self.runs for _ in range(k)]
+            rb = rb.set_column(i, rb.schema.field(i), pa.array(names, pa.string()))
+        return rb
 
 
 def _plain(batches: Sequence[Any]) -> bool:
@@ -754,6 +850,148 @@ def fetch_frame(version: int, correlation_id: int, client_id: Optional[str], max
     out += tail                                       # the request's tagged fields
     _I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+class _Aborted(NamedTuple):
+    producer_id: int
+    first_offset: int
+
+
+class _FetchedPartition:
+    __slots__ = ("partition_index", "error_code", "high_watermark", "last_stable_offset",
+                 "log_start_offset", "aborted_transactions", "records")
+
+
+class _FetchedTopic:
+    __slots__ = ("topic", "topic_id", "partitions")
+
+
+class _FetchAnswer:
+    __slots__ = ("throttle_time_ms", "error_code", "session_id", "responses")
+
+
+_I64 = struct.Struct(">q")
+_PART_HEAD = struct.Struct(">ihqq")     # partition, error code, high watermark, last stable offset
+
+
+def fetch_answer(version: int, frame: Any) -> _FetchAnswer:
+    """A FetchResponse frame (versions 4 and up, after the size prefix) read directly: the
+    fields the consumer uses, with each partition's records a view of ``frame``.
+
+    What ``protocol.decode_response`` gives for the same bytes (bytes after the last field
+    are ignored, as the generic decoder allows), without a message object per topic and
+    partition for every answer.  Malformed frames raise ``MessageDecodeError`` naming the
+    position.
+    """
+    view = memoryview(frame).cast("B") if not isinstance(frame, memoryview) or \
+        frame.format != "B" else frame
+    n = len(view)
+    flex = version >= _FLEXIBLE
+    pos = 4                                            # correlation id
+    unpack = struct.unpack_from
+
+    def uvarint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            if pos >= n or shift > 28:
+                raise IndexError("varint")
+            b = view[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value
+            shift += 7
+
+    def skip_tags() -> None:
+        nonlocal pos
+        for _ in range(uvarint()):
+            uvarint()
+            size = uvarint()
+            if pos + size > n:
+                raise IndexError("tagged field")
+            pos += size
+
+    def count() -> int:
+        nonlocal pos
+        if flex:
+            return uvarint() - 1
+        (k,) = unpack(">i", view, pos)
+        pos += 4
+        return k
+
+    try:
+        if flex:
+            skip_tags()                                # the response header's tagged fields
+        out = _FetchAnswer()
+        out.throttle_time_ms, out.error_code, out.session_id = unpack(">ihi", view, pos) \
+            if version >= 7 else (unpack(">i", view, pos)[0], 0, 0)
+        pos += 10 if version >= 7 else 4
+        topics = []
+        for _ in range(max(count(), 0)):
+            t = _FetchedTopic()
+            if version >= _TOPIC_ID_VERSION:
+                if pos + 16 > n:
+                    raise IndexError("topic id")
+                t.topic_id = uuid.UUID(bytes=bytes(view[pos:pos + 16]))
+                t.topic = ""
+                pos += 16
+            else:
+                size = uvarint() - 1 if flex else unpack(">h", view, pos)[0]
+                if not flex:
+                    pos += 2
+                if size < 0 or pos + size > n:
+                    raise IndexError("topic name")
+                t.topic = str(view[pos:pos + size], "utf-8")
+                t.topic_id = None
+                pos += size
+            parts = []
+            for _ in range(max(count(), 0)):
+                p = _FetchedPartition()
+                (p.partition_index, p.error_code, p.high_watermark,
+                 p.last_stable_offset) = _PART_HEAD.unpack_from(view, pos)
+                pos += 22
+                if version >= 5:
+                    (p.log_start_offset,) = _I64.unpack_from(view, pos)
+                    pos += 8
+                else:
+                    p.log_start_offset = -1
+                k = count()
+                aborted = None
+                if k >= 0:
+                    aborted = []
+                    for _ in range(k):
+                        aborted.append(_Aborted(*unpack(">qq", view, pos)))
+                        pos += 16
+                        if flex:
+                            skip_tags()
+                p.aborted_transactions = aborted
+                if version >= 11:
+                    pos += 4                           # preferred read replica
+                size = uvarint() - 1 if flex else unpack(">i", view, pos)[0]
+                if not flex:
+                    pos += 4
+                if size < 0:
+                    p.records = None
+                else:
+                    if pos + size > n:
+                        raise IndexError("records")
+                    p.records = view[pos:pos + size]
+                    pos += size
+                if flex:
+                    skip_tags()
+                parts.append(p)
+            if flex:
+                skip_tags()
+            t.partitions = parts
+            topics.append(t)
+        if flex:
+            skip_tags()
+    except (struct.error, IndexError, UnicodeDecodeError, ValueError) as exc:
+        raise P.MessageDecodeError(f"malformed Fetch v{version} response near byte {pos}: "
+                                   f"{exc}", position=pos) from None
+    out.responses = topics
+    return out
 
 
 def _next_fetch(st: PartitionState) -> Optional[int]:
