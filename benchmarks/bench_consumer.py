@@ -11,7 +11,9 @@ read from the beginning, by:
 * kafkawire ``Consumer.poll_arrow(max_records=N)``: one ``pyarrow.RecordBatch`` per
   poll, rows counted (no Python object per record).
 
-Every reader is a fresh consumer (nothing cached); each runs ``--repeat`` times,
+Both read from offset 0, given with the assignment (``TopicPartition(topic, p, 0)``,
+``seek``), not looked up.  Every reader is a fresh consumer (nothing cached); each
+runs ``--repeat`` times,
 interleaved, and the median time counts.  The ratios printed are kafkawire's
 records per second over confluent-kafka's, with the range of each round's ratio
 against confluent-kafka's run of the same round.  Modules are imported before
@@ -20,6 +22,14 @@ in its first timed run).  Run:
 ``python benchmarks/bench_consumer.py [--records 150000] [--batch 10000] [--repeat 5]
 [--codec none]``.  The mock keeps about 5 MB per partition, so keep
 ``--records`` under about 150 000.
+
+confluent-kafka runs with its defaults.  In some rounds its read takes about a
+second longer: when its prefetch gets ahead of ``consume`` by more than
+``queued.min.messages`` (100 000 records by default), librdkafka stops fetching
+those partitions for ``fetch.queue.backoff.ms`` (1 000 ms by default) even after
+the queue was drained, so the last records of a 150 000-record read wait for
+the backoff.  Whether that happens depends on how fast its fetches outrun the
+reading thread; the per-round times printed show which rounds it hit.
 """
 from __future__ import annotations
 
@@ -71,6 +81,8 @@ def read_confluent(bootstrap: str, topic: str, n: int, batch: int) -> float:
 def read_kafkawire(bootstrap: str, topic: str, n: int, batch: int, arrow: bool = False) -> float:
     c = kafkawire.Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=batch)
     c.assign([(topic, p) for p in range(PARTITIONS)])
+    for p in range(PARTITIONS):   # from offset 0, as confluent-kafka's assign is told
+        c.seek((topic, p), 0)
     t0 = time.perf_counter()
     seen = 0
     while seen < n:
