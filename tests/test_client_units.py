@@ -102,6 +102,22 @@ def test_produce_batches_equal_the_batch_builders(codec):
         assert _api.build_batch(records, codec, 1_700_000_000_000) == b.build()
 
 
+def test_a_pooled_buffer_is_free_only_when_no_view_of_it_remains():
+    import numpy
+    import pyarrow
+
+    from kafkawire.client import connection as CN
+    buf = bytearray(b"x" * 1000)
+    assert CN._unexported(buf) and len(buf) == 1000
+    for make in (lambda: memoryview(buf)[5:10],
+                 lambda: numpy.frombuffer(memoryview(buf)[8:], dtype=numpy.int64),
+                 lambda: pyarrow.py_buffer(memoryview(buf)[100:200])):
+        view = make()
+        assert not CN._unexported(buf) and len(buf) == 1000
+        del view
+        assert CN._unexported(buf) and len(buf) == 1000
+
+
 def test_large_response_frames_reuse_buffers_nothing_refers_to():
     import socket
     import struct

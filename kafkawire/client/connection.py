@@ -15,7 +15,6 @@ import select
 import socket
 import ssl
 import struct
-import sys
 import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
@@ -39,6 +38,18 @@ _CORRELATION = struct.Struct(">i")
 _POOL_MIN = 256 << 10
 _POOL_BUFFERS = 4                 # at most this many pooled buffers per connection...
 _POOL_BYTES = 64 << 20            # ...holding at most this many bytes together
+
+
+def _unexported(buf: bytearray) -> bool:
+    """Whether no view of ``buf`` is alive: a bytearray refuses to change its size while
+    any buffer export exists (Python's buffer protocol), on every build.  The one-byte
+    shrink and regrowth stay inside the allocation; the last byte's value is not kept."""
+    try:
+        buf.pop()
+    except BufferError:
+        return False
+    buf.append(0)
+    return True
 
 
 class Pending:
@@ -363,18 +374,17 @@ class BrokerConnection:
     def _frame_buffer(self, size: int) -> Union[bytearray, memoryview]:
         """Room for a response frame of ``size`` bytes, not zeroed (the read fills it).
 
-        Large frames get a view of a pooled buffer that nothing else refers to
-        any more (every view, decoded field or Arrow buffer made from a frame
-        holds a reference to it, so a buffer still in use is never handed out
-        again); the pool is bounded in count and bytes.
+        Large frames get a view of a pooled buffer no view refers to any more
+        (every view, decoded field or Arrow buffer made from a frame holds an
+        export of its buffer, so a buffer still in use is never handed out again);
+        the pool is bounded in count and bytes.
         """
         if size < _POOL_MIN:
             return K.frame_buffer(size)  # type: ignore[no-any-return]
         pool = self._pool
         best = -1
         for i in range(len(pool)):
-            # free: referenced only by the pool and getrefcount's own argument
-            if len(pool[i]) >= size and sys.getrefcount(pool[i]) <= 2 and \
+            if len(pool[i]) >= size and _unexported(pool[i]) and \
                     (best < 0 or len(pool[i]) < len(pool[best])):
                 best = i
         if best >= 0:
@@ -387,7 +397,7 @@ class BrokerConnection:
             for i in sorted(range(count), key=lambda j: len(pool[j])):
                 if count < _POOL_BUFFERS and held + cap <= _POOL_BYTES:
                     break
-                if sys.getrefcount(pool[i]) <= 2:
+                if _unexported(pool[i]):
                     held -= len(pool[i])
                     count -= 1
                     pool[i] = None  # type: ignore[call-overload]
