@@ -265,3 +265,18 @@ def test_a_partition_taken_in_part_keeps_its_order_in_the_joint_batch():
     assert [o for p, o in rows if p == 0] == [4, 5, 6, 7]
     assert [o for p, o in rows if p == 1] == [0, 1, 2]
     assert (states[P0].position, states[P1].position) == (8, 3)
+
+
+def test_answers_of_two_topics_share_one_batch_with_each_rows_topic():
+    pytest.importorskip("pyarrow")
+    fetcher, states = _fetcher({("t", 0): 1, ("u", 0): 2})
+    fetcher.completed[P0] = collections.deque([_answer(0, 3)])
+    fetcher.completed[Q0] = collections.deque([_answer(0, 2, tp=Q0)])
+    got = fetcher.take_columns(100, False)
+    assert len(got) == 1
+    rb = got[0]
+    assert rb.schema.field("topic").type == "string"
+    assert sorted(zip(rb.column("topic").to_pylist(), rb.column("partition").to_pylist(),
+                      rb.column("offset").to_pylist())) == \
+        [("t", 0, 0), ("t", 0, 1), ("t", 0, 2), ("u", 0, 0), ("u", 0, 1)]
+    assert (states[P0].position, states[Q0].position) == (3, 2)

@@ -764,8 +764,9 @@ class _Joint:
             pa.int32(), len(parts), [None, pa.py_buffer(parts)]))
         if any(tp[0] != topic for tp, _ in self.runs):
             i = rb.schema.get_field_index("topic")
-            names = [tp[0] for tp, k in self.runs for _ in range(k)]
-            rb = rb.set_column(i, rb.schema.field(i), pa.array(names, pa.string()))
+            names = pa.concat_arrays([pa.repeat(pa.scalar(tp[0], pa.string()), k)
+                                      for tp, k in self.runs])   # a run at a time, not a row
+            rb = rb.set_column(i, rb.schema.field(i), names)
         return rb
 
 
