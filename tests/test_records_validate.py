@@ -93,6 +93,19 @@ def test_batch_validate_reports_a_record_outside_the_batch_range(backend):
     assert not b.is_valid()
 
 
+def test_a_last_offset_past_int64_wraps_as_in_java_and_is_refused(backend):
+    top = (1 << 63) - 1
+    bb = BatchBuilder(base_offset=top - 1)
+    for i in range(4):                 # lastOffsetDelta 3: base + 3 is past the largest long
+        bb.append(b"v%d" % i)
+    data = bb.build()
+    b = RecordBatch.from_buffer(data)
+    assert b.last_offset == top - 1 + 3 - (1 << 64)      # a long's wrap, on both backends
+    with pytest.raises(CorruptRecordError) as ei:
+        b.validate()
+    assert ei.value.reason == "offset"
+
+
 def test_batch_validate_relocates_a_record_error(backend):
     bb = BatchBuilder(base_offset=0)
     for i in range(3):

@@ -7,7 +7,7 @@ The loop runs without the GIL over a raw pointer; rows go to a growable C
 array copied into the numpy result at the end.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
-from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
 from kafkawire._fast.wire cimport kw_be_i32, kw_be_u32, kw_be_i64
@@ -116,7 +116,7 @@ cdef int scan_core(const unsigned char *buf, Py_ssize_t *ppos, Py_ssize_t end,
         if magic == 2:
             read_v2_header(b, &h)
             row[2] = h.base_offset
-            row[3] = h.base_offset + h.last_offset_delta
+            row[3] = <int64_t>(<uint64_t>h.base_offset + <uint64_t><int64_t>h.last_offset_delta)  # wraps, as Java's long
             row[5] = h.attributes
             row[7] = h.partition_leader_epoch
             row[6] = h.crc

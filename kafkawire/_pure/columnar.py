@@ -13,6 +13,7 @@ import numpy as np
 
 from kafkawire import _columnar_common as _C
 from kafkawire._pure import framing as _W
+from kafkawire._pure.wire import wrap64
 from kafkawire.errors import CorruptRecordError
 
 __all__ = ["ColumnBuilder", "columnar_scan", "columnar_payload_info", "columnar_payload"]
@@ -153,7 +154,7 @@ def _record_error(fault: "_W.RecordFault", here: int, base_offset: int) -> "_Cor
                        if fault.length < 0 else ("truncated", "record too short for its fields"))
     else:
         reason, msg = _FAULTS[fault.code]
-    off = _wrap64(base_offset + fault.off_delta) if fault.has_offset else None
+    off = wrap64(base_offset + fault.off_delta) if fault.has_offset else None
     return _Corrupt(here, reason, msg, off)
 
 
@@ -175,7 +176,7 @@ def _v2_ctx(d: Any, pos: int) -> _Ctx:
     x.max_ts = max_ts
     x.producer_id = pid
     x.count = count
-    x.last_offset = _wrap64(base + last_delta)
+    x.last_offset = wrap64(base + last_delta)
     return x
 
 
@@ -196,7 +197,7 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
         if not x.control and B._full(rlen):
             return _C.FULL, i, rstart
         pos = rend
-        off = _wrap64(x.base_offset + offd)
+        off = wrap64(x.base_offset + offd)
         keep = (not x.control) and B.start_offset <= off < B.end_offset
         with_h = keep and B.include_headers
         if with_h:
@@ -207,7 +208,7 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
                     c[_HVDATA] += d[hv:hv + hvlen]
                 c[_HVVALID].append(hvlen >= 0)
                 c[_HVOFF].append(len(c[_HVDATA]))
-        ts = x.max_ts if x.log_append else _wrap64(x.base_ts + tsd)
+        ts = x.max_ts if x.log_append else wrap64(x.base_ts + tsd)
         if x.control:
             if klen < 4:
                 raise _Corrupt(here, "attributes", "control record key is too short", off)
@@ -235,11 +236,6 @@ def _v2_records(B: ColumnBuilder, d: Any, end: int, x: _Ctx, index: int, pos: in
         raise _Corrupt(pos if inplace else errpos, "length",
                        "bytes remain after the batch's declared record count")
     return _C.DONE, i, pos
-
-
-def _wrap64(v: int) -> int:
-    v &= (1 << 64) - 1
-    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 def _legacy_message(B: ColumnBuilder, d: Any, pos: int, size: int, offset: int,
@@ -431,7 +427,7 @@ def _legacy_inner(B: ColumnBuilder, w: Any, wpos: int, d: Any, index: int, rpos:
     p, i = rpos, index
     while p < n:
         size = _I.unpack_from(d, p + 8)[0]
-        absoff = _wrap64(_Q.unpack_from(d, p)[0] + delta)
+        absoff = wrap64(_Q.unpack_from(d, p)[0] + delta)
         if B.start_offset <= absoff < B.end_offset and B._full(size):
             return _C.FULL, i, p
         _legacy_message(B, d, p, size, absoff, x, wpos)

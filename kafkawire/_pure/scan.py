@@ -46,7 +46,7 @@ import numpy as np
 
 from kafkawire import _scan_common as C
 from kafkawire._pure.crc import crc32c
-from kafkawire._pure.wire import flat
+from kafkawire._pure.wire import flat, wrap64
 
 __all__ = ["scan_batches", "scan_batch_objects", "BatchHeader"]
 
@@ -113,14 +113,14 @@ def _scan(buf, start, end, max_count, check_crc, v2_type, base_position, max_siz
                 status = C.CRC_MISMATCH
                 break
             if v2_type is None:
-                append((pos, size, base_offset, base_offset + last_delta, 2, attrs & 0xFFFF, crc,
+                append((pos, size, base_offset, wrap64(base_offset + last_delta), 2, attrs & 0xFFFF, crc,
                         ple, first_ts, max_ts, pid, pepoch, base_seq, count))
             else:
                 b = new(v2_type)
                 b._pos = pos
                 b.size = size
                 b.base_offset = base_offset
-                b.last_offset = base_offset + last_delta
+                b.last_offset = wrap64(base_offset + last_delta)
                 b.attributes = attrs & 0xFFFF
                 b.crc = crc
                 b.partition_leader_epoch = ple

@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Tuple, Union
 
-__all__ = ["flat", "be_i16", "be_i32", "be_i64", "read_uvarint", "zigzag"]
+__all__ = ["flat", "be_i16", "be_i32", "be_i64", "read_uvarint", "zigzag", "wrap64"]
 
 Flat = Union[bytes, bytearray, memoryview]
 
@@ -27,6 +27,12 @@ def flat(buf) -> Flat:
     if not mv.c_contiguous:
         raise BufferError("memoryview: underlying buffer is not C-contiguous")
     return mv if mv.ndim == 1 and mv.format == "B" else mv.cast("B")
+
+
+def wrap64(v: int) -> int:
+    """``v`` as a signed 64-bit integer wraps it (Kafka's long arithmetic, the kernels' int64)."""
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 def zigzag(v: int) -> int:
