@@ -31,13 +31,16 @@ def recv_exact(sock: Any, buf: Any, timeout: float) -> None:
     got, n = 0, view.nbytes
     deadline = time.monotonic() + timeout
     while got < n:
+        # wait here, not in recv_into: a socket with a timeout of its own would first wait
+        # that long for data, whatever this call's timeout
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("timed out")
+        if not select.select([sock], [], [], left)[0]:
+            continue
         try:
             k = sock.recv_into(view[got:], 0, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise socket.timeout("timed out") from None
-            select.select([sock], [], [], left)
             continue
         if k == 0:
             raise ConnectionResetError("the broker closed the connection")
