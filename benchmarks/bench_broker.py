@@ -12,8 +12,16 @@ to a fresh 4-partition topic and ``flush``es; then a consumer assigned to the
 partitions reads them all.  Produce latency (p50/p99 from ``produce`` to the
 delivery report) is measured at a fixed moderate rate.  Each broker runs
 ``--repeat`` times, interleaved, after one untimed warm-up round; the median
-counts (the best is printed too).  Ratio = kafkawire / mock (above 1: kafkawire
-faster).  The broker's own CPU time per run is printed, as the part of the cost
+counts (the best is printed too).  Which broker goes first alternates between
+repeats and between workloads, and every timed phase (produce, consume) starts
+with a full ``gc.collect()`` of the bench process, for both brokers alike: the
+consumer's message objects (10,000 a ``consume`` call) set off Python's cyclic
+collector, whose full collections (8-18 ms, over every object of the process) fall
+where the process's allocation history puts them; with a fixed order they fell on
+the same broker's consume phase run after run, a bias of up to 0.3x in that
+row's ratio that belonged to neither broker.  Ratio = kafkawire / mock (above 1:
+kafkawire faster).  The broker's own CPU time per phase (produce, consume;
+median over the runs) is printed, as the part of the cost
 that is kafkawire's (the mock shares the client's process), and the load average
 before and after (kept in the JSON): on a busy 2-core machine the two-process
 setup waits for the scheduler at every exchange, and the ratios say more about the
@@ -30,6 +38,7 @@ Run: ``python benchmarks/bench_broker.py [--quick] [--repeat 3] [--results PATH]
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import shutil
@@ -53,7 +62,16 @@ from kafkawire.protocol import FetchRequest, encode_request  # noqa: E402
 
 
 def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    """CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere): the run time
+    of its threads in nanoseconds (``schedstat``), else user + system in clock ticks."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
@@ -90,12 +108,17 @@ def make_topic(bootstrap: str, topic: str) -> None:
         raise RuntimeError(f"{topic} has {len(md.topics[topic].partitions)} partitions")
 
 
-def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str) -> Tuple[float, float]:
+def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str, broker_pid: int = 0
+               ) -> Tuple[float, float, float, float]:
+    """``(produce s, consume s, broker CPU s while producing, while consuming)`` (the CPU
+    of process ``broker_pid``, 0 without one)."""
     make_topic(bootstrap, topic)
     value = b"x" * size
     p = ck.Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
                      "enable.idempotence": False, "queue.buffering.max.messages": 2_000_000,
                      "log_level": 0})
+    gc.collect()       # each timed phase starts from the same collector state (see above)
+    cpu0 = process_cpu(broker_pid) if broker_pid else 0.0
     t0 = time.perf_counter()
     for i in range(n):
         while True:
@@ -107,9 +130,12 @@ def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str) -> Tupl
     if p.flush(300):
         raise RuntimeError("records left undelivered")
     t_produce = time.perf_counter() - t0
+    cpu_produce = process_cpu(broker_pid) - cpu0 if broker_pid else 0.0
+    gc.collect()       # before the consumer starts fetching (at assign)
     c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-" + topic,
                      "enable.auto.commit": False, "log_level": 0})
     c.assign([ck.TopicPartition(topic, q, 0) for q in range(PARTITIONS)])
+    cpu0 = process_cpu(broker_pid) if broker_pid else 0.0
     t0 = time.perf_counter()
     got = 0
     deadline = time.time() + 120
@@ -119,10 +145,11 @@ def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str) -> Tupl
             if m.error() is None:
                 got += 1
     t_consume = time.perf_counter() - t0
+    cpu_consume = process_cpu(broker_pid) - cpu0 if broker_pid else 0.0
     c.close()
     if got != n:
         raise RuntimeError(f"consumed {got} of {n}")
-    return t_produce, t_consume
+    return t_produce, t_consume, cpu_produce, cpu_consume
 
 
 def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> Tuple[float, float]:
@@ -217,27 +244,24 @@ def main() -> None:
     md = mock_owner.list_topics(timeout=10)
     mock_bs = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
     brokers = {"kafkawire serve": kw_bs, "librdkafka mock": mock_bs}
-    times: Dict[Tuple[str, int, str], List[Tuple[float, float]]] = {}
-    broker_cpu: Dict[Tuple[int, str], List[float]] = {}
+    times: Dict[Tuple[str, int, str], List[Tuple[float, float, float, float]]] = {}
     lat: Dict[str, Tuple[float, float]] = {}
     stamp = int(time.time())
     fetch_topic = ""
     try:
         for name, bs in brokers.items():      # warm-up, untimed (first connections, groups)
             throughput(bs, f"w{stamp}-{'kw' if 'kafkawire' in name else 'mk'}", 2000, 100, "1")
+        order = list(brokers.items())
         for rep in range(args.repeat):
-            for size, acks, n in workloads:
-                for name, bs in brokers.items():
+            for w, (size, acks, n) in enumerate(workloads):
+                # who goes first alternates between repeats (and between workloads)
+                for name, bs in (order if (rep + w) % 2 == 0 else order[::-1]):
                     kw = "kafkawire" in name
                     topic = f"b{stamp}-{rep}-{size}-{acks}-{'kw' if kw else 'mk'}"
-                    cpu0 = process_cpu(proc.pid)
                     times.setdefault((name, size, acks), []).append(
-                        throughput(bs, topic, n, size, acks))
-                    if kw:
-                        broker_cpu.setdefault((size, acks), []).append(
-                            process_cpu(proc.pid) - cpu0)
-                        if size == 1024 and acks == "1":
-                            fetch_topic = topic
+                        throughput(bs, topic, n, size, acks, proc.pid if kw else 0))
+                    if kw and size == 1024 and acks == "1":
+                        fetch_topic = topic
         for name, bs in brokers.items():
             lat[name] = latency(bs, f"lat{stamp}-{'kw' if 'kafkawire' in name else 'mk'}",
                                 args.rate, 2.0 if args.quick else 5.0)
@@ -268,10 +292,10 @@ def main() -> None:
                 rate[name] = (statistics.median(runs), max(runs))
             (a, a_best), (b, b_best) = rate["kafkawire serve"], rate["librdkafka mock"]
             label = f"{what} {size}B acks={acks}"
-            cpu = statistics.median(broker_cpu[(size, acks)])
+            cpu = statistics.median(t[2 + i] for t in times[("kafkawire serve", size, acks)])
             print(f"{label:22s} {a / 1e3:7.0f} k/s ({a_best / 1e3:5.0f}) {a * size / 1e6:6.1f} MB/s"
                   f" {b / 1e3:7.0f} k/s ({b_best / 1e3:5.0f}) {b * size / 1e6:6.1f} MB/s"
-                  f" {a / b:5.2f}x" + (f" {cpu:7.2f} s" if i == 0 else ""))
+                  f" {a / b:5.2f}x {cpu * 1e3:6.1f} ms")
             wl = f"{what} {size}-byte values, acks={acks}"
             results.add(wl, "kafkawire serve", what, a, "records/s")
             results.add(wl, "librdkafka mock cluster", what, b, "records/s")
