@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 
 from kafkawire.errors import MissingDependencyError
@@ -14,6 +15,9 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
 
     ``feature`` says what needs it, e.g. ``"Arrow output"``.
     """
+    got = sys.modules.get(module)   # imported already: no import machinery on hot paths
+    if got is not None:
+        return got
     try:
         return importlib.import_module(module)
     except ImportError as exc:

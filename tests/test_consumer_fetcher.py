@@ -257,7 +257,7 @@ def test_a_partition_taken_in_part_keeps_its_order_in_the_joint_batch():
     fetcher, states = _fetcher({("t", 0): 1, ("t", 1): 1})
     fetcher.completed[P0] = collections.deque([_answer(0, 6), _answer(6, 2)])
     fetcher.completed[P1] = collections.deque([_answer(0, 3, tp=P1)])
-    first = fetcher.take_columns(4, False)           # 4 of P0's 6: its own batch
+    first = fetcher.take_columns(4, False)           # 4 of P0's 6
     assert [r["offset"] for rb in first for r in rb.to_pylist()] == [0, 1, 2, 3]
     assert states[P0].position == 4
     rest = fetcher.take_columns(100, False)
@@ -265,6 +265,49 @@ def test_a_partition_taken_in_part_keeps_its_order_in_the_joint_batch():
     assert [o for p, o in rows if p == 0] == [4, 5, 6, 7]
     assert [o for p, o in rows if p == 1] == [0, 1, 2]
     assert (states[P0].position, states[P1].position) == (8, 3)
+
+
+def _answer_of_batches(sizes, tp=P0):
+    """One answer holding consecutive batches of the given record counts."""
+    from kafkawire.client.fetcher import CompletedFetch
+    from kafkawire.records.builder import BatchBuilder
+    data, base = b"", 0
+    for n in sizes:
+        b = BatchBuilder(base_offset=base)
+        for i in range(base, base + n):
+            b.append(b"v%d" % i, key=b"k%d" % i)
+        data += b.build()
+        base += n
+    return CompletedFetch(tp, 0, data, [], False)
+
+
+def test_a_poll_that_stops_inside_an_answer_still_gives_one_batch():
+    pytest.importorskip("pyarrow")
+    fetcher, states = _fetcher({("t", 0): 1, ("t", 1): 1})
+    fetcher.completed[P0] = collections.deque([_answer_of_batches([3, 4, 2])])
+    fetcher.completed[P1] = collections.deque([_answer(0, 3, tp=P1)])
+    seen = []
+    for limit in (2, 3, 3, 100):      # cuts inside the first and second batch, then at its end
+        got = fetcher.take_columns(limit, False)
+        assert len(got) == 1 and got[0].num_rows <= limit
+        seen += [(r["partition"], r["offset"], r["value"]) for r in got[0].to_pylist()]
+    assert [o for p, o, _ in seen if p == 0] == list(range(9))
+    assert [o for p, o, _ in seen if p == 1] == [0, 1, 2]
+    assert all(v == b"v%d" % o for _, o, v in seen)
+    assert (states[P0].position, states[P1].position) == (9, 3)
+    assert not fetcher.completed
+
+
+def test_records_and_columns_taken_in_turn_neither_repeat_nor_skip():
+    pytest.importorskip("pyarrow")
+    fetcher, states = _fetcher({("t", 0): 1})
+    fetcher.completed[P0] = collections.deque([_answer_of_batches([3, 4])])
+    offsets = [r.offset for recs in fetcher.take_records(2) for r in recs]
+    offsets += [r["offset"] for rb in fetcher.take_columns(3, False) for r in rb.to_pylist()]
+    offsets += [r.offset for recs in fetcher.take_records(1) for r in recs]
+    offsets += [r["offset"] for rb in fetcher.take_columns(100, False) for r in rb.to_pylist()]
+    assert offsets == list(range(7))
+    assert states[P0].position == 7
 
 
 def test_answers_of_two_topics_share_one_batch_with_each_rows_topic():

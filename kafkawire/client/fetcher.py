@@ -46,7 +46,8 @@ from kafkawire.protocol.error_codes import (FETCH_SESSION_ID_NOT_FOUND,
                                            INVALID_FETCH_SESSION_EPOCH, OFFSET_OUT_OF_RANGE,
                                            make_error)
 from kafkawire import _columnar_common as _CC
-from kafkawire.records.columnar import ColumnChunk, ColumnChunkIterator, decode_columns
+from kafkawire.records.columnar import (ColumnChunk, ColumnChunkIterator, _topic_column,
+                                        decode_columns, scan_columns)
 
 __all__ = ["ConsumerRecord", "PartitionState", "Fetcher", "CompletedFetch"]
 
@@ -109,7 +110,7 @@ class CompletedFetch:
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "_batches", "_pending", "_done",
                  "next_offset", "_aborted_pids", "_epoch", "_read_committed", "_arrow",
-                 "batches", "pieces", "_started")
+                 "batches", "pieces", "_started", "cursor")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data, aborted, read_committed,
                  verify_crc: bool = False):
@@ -131,7 +132,12 @@ class CompletedFetch:
         self._epoch = -1
         self._arrow: Optional[List[Any]] = None
         self.pieces: List[Any] = [data]   # the answers' records, in offset order
-        self._started = False             # something was taken (as records or columns)
+        # how something was taken from it: None (nothing yet), "records" or "columns"; taken
+        # the other way next, it starts again from fetch_offset (the partition's position)
+        self._started: Optional[str] = None
+        # where a poll's joint columns stopped inside this answer: (piece, batch position,
+        # record index, record position); None when not taken in part that way
+        self.cursor: Optional[Tuple[int, int, int, int]] = None
 
     def can_absorb(self, later: "CompletedFetch", max_pieces: int) -> bool:
         """Whether ``later`` (the partition's next answer) may be appended to this one: nothing
@@ -149,8 +155,19 @@ class CompletedFetch:
         self.next_offset = later.next_offset
 
     # ---- records as objects
+    def _switch(self, mode: str) -> None:
+        """Take the rest ``mode``'s way: after rows were taken the other way, decoding starts
+        again from ``fetch_offset``, which the fetcher keeps at the partition's position."""
+        if self._started not in (None, mode):
+            self._batches = iter(self.batches)
+            self._pending = []
+            self._arrow = None
+            self.cursor = None
+            self._done = False
+        self._started = mode
+
     def take(self, max_records: int) -> List[ConsumerRecord]:
-        self._started = True
+        self._switch("records")
         out = self._pending
         while len(out) < max_records and not self._done:
             out.extend(self._next_batch())
@@ -206,7 +223,7 @@ class CompletedFetch:
     # ---- records as columns
     def take_columns(self, max_records: int, include_headers: bool):
         """The next up to ``max_records`` rows as a ColumnChunk-backed Arrow batch (or None)."""
-        self._started = True
+        self._switch("columns")
         if self._arrow is None:
             if len(self.pieces) > 1:
                 rb = self._pieces_arrow(include_headers)
@@ -217,8 +234,7 @@ class CompletedFetch:
                     mask = self._committed_mask(chunk)
                     if mask is not None:
                         chunk = chunk.filter(mask)
-                rb = chunk.to_arrow(include_headers=include_headers, topic=self.tp[0],
-                                    partition=self.tp[1])
+                rb = chunk._arrow(include_headers, self.tp[0], self.tp[1], True)
             self._arrow = [rb, 0]
         rb, at = self._arrow
         n = min(max_records, rb.num_rows - at)
@@ -238,13 +254,12 @@ class CompletedFetch:
                                                builder=builder, last_chunk=i == last)]
         topic, partition = self.tp
         if len(chunks) == 1:
-            return chunks[0].to_arrow(include_headers=include_headers, topic=topic,
-                                      partition=partition)
+            return chunks[0]._arrow(include_headers, topic, partition, True)
         import pyarrow as pa
         if not chunks:
             return ColumnChunk.empty(include_headers).to_arrow(
                 include_headers=include_headers, topic=topic, partition=partition)
-        batches = [c.to_arrow(include_headers=include_headers, topic=topic, partition=partition)
+        batches = [c._arrow(include_headers, topic, partition, True)
                    for c in chunks]   # not expected: can_absorb keeps pieces within one chunk
         return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
@@ -647,7 +662,7 @@ class Fetcher:
                     out.append(item)
                     left -= rows
                     if last is not None:   # else cf was taken whole: next_offset, below
-                        st.position = last + 1
+                        st.position = cf.fetch_offset = last + 1
                     if epoch is not None:
                         st.leader_epoch = epoch
                 if not cf.exhausted:
@@ -676,12 +691,16 @@ class Fetcher:
         """Arrow record batches: the answers taken whole, of every partition, decoded together
         into one batch (no per-partition batches to copy into one afterwards); an answer taken
         in part, or needing its own decoding (see :meth:`_Joint.fits`), gives one of its own."""
-        joint = _Joint(include_headers)
+        joint = _Joint(include_headers, max_records)
         own = set()   # partitions with a batch of their own in this poll: their rows come after
+        stopped = []  # answers the joint stopped inside, with the joint's row count there
 
         def take(cf, n):
-            if cf.tp not in own and joint.fits(cf, n):
-                return joint, joint.add(cf), None, None
+            if cf.tp not in own and joint.fits(cf):
+                rows = joint.add(cf)
+                if rows and cf.cursor is not None:
+                    stopped.append((cf, joint.rows))
+                return joint, rows, None, None
             own.add(cf.tp)
             rb = cf.take_columns(n, include_headers)
             if not rb.num_rows:
@@ -690,7 +709,15 @@ class Fetcher:
         items = self._hand_out(max_records, take)
         if not joint.rows:
             return items
-        return [joint.batch()] + [i for i in items if i is not joint]
+        rb = joint.batch()
+        if stopped:
+            offsets = rb.column("offset")
+            for cf, end in stopped:   # the partition goes on after the last row it gave
+                st = self.states.get(cf.tp)
+                cf.fetch_offset = offsets[end - 1].as_py() + 1
+                if st is not None:
+                    st.position = cf.fetch_offset
+        return [rb] + [i for i in items if i is not joint]
 
 
 # Answers appended to one another (CompletedFetch.absorb) hold at most this many bytes together.
@@ -707,41 +734,55 @@ class _Joint:
     makes the Arrow batch once, with the topic and partition of each run.
     """
 
-    __slots__ = ("include_headers", "builder", "runs", "rows", "wire_bytes")
+    __slots__ = ("include_headers", "limit", "builder", "runs", "rows", "wire_bytes")
 
-    def __init__(self, include_headers: bool) -> None:
+    def __init__(self, include_headers: bool, limit: int) -> None:
         self.include_headers = include_headers
+        self.limit = limit
         self.builder: Any = None
         self.runs: List[Tuple[TopicPartition, int]] = []
         self.rows = 0
         self.wire_bytes = 0
 
-    def fits(self, cf: CompletedFetch, n: int) -> bool:
-        """Whether ``cf`` is taken whole by a poll with room for ``n`` more rows: nothing was
-        taken from it, it needs no read_committed filtering, its batches are uncompressed v2
-        ones starting at its fetch offset (no rows to skip), and it has at most ``n`` offsets."""
+    def fits(self, cf: CompletedFetch) -> bool:
+        """Whether the joint columns can take ``cf``'s rows: it needs no read_committed
+        filtering, its batches are uncompressed v2 ones, and either a previous poll's joint
+        stopped inside it (:attr:`CompletedFetch.cursor`) or nothing was taken from it and
+        it starts at its fetch offset (no rows to skip)."""
         batches = cf.batches
-        if cf._started or cf._read_committed or not batches or not _plain(batches):
+        if cf._read_committed or not batches or not _plain(batches):
             return False
-        first = batches[0].base_offset
-        size = sum(map(len, cf.pieces))
-        return (first >= cf.fetch_offset and batches[-1].last_offset - first + 1 <= n
-                and self.wire_bytes + size <= _JOINT_MAX_BYTES)
+        if cf._started:
+            return cf._started == "columns" and cf.cursor is not None
+        return (batches[0].base_offset >= cf.fetch_offset
+                and self.wire_bytes + sum(map(len, cf.pieces)) <= _JOINT_MAX_BYTES)
 
     def add(self, cf: CompletedFetch) -> int:
-        """Decode all of ``cf`` (which :meth:`fits`); the rows it gave."""
+        """Decode ``cf`` (which :meth:`fits`) from where it stopped, until it ends or the poll's
+        row limit is reached (then its cursor says where to go on); the rows it gave."""
         b = self.builder
         if b is None:
-            b = self.builder = K.ColumnBuilder(self.include_headers, (1 << 63) - 1,
+            b = self.builder = K.ColumnBuilder(self.include_headers, self.limit,
                                                _CC.MAX_CHUNK_BYTES, None, None)
         before = len(b)
-        for piece in cf.pieces:
-            for _ in ColumnChunkIterator(piece, include_headers=self.include_headers, builder=b,
-                                         last_chunk=False):
-                raise RuntimeError("a poll's records overflowed one column chunk")
-            self.wire_bytes += len(piece)
+        piece, pos, ri, rp = cf.cursor or (0, 0, 0, 0)
+        pieces = cf.pieces
+        while piece < len(pieces):
+            data = pieces[piece]
+            status, pos, ri, rp = scan_columns(b, data, pos, ri, rp)
+            if status == _CC.FULL:
+                break
+            if status == _CC.COMPRESSED:   # fits() takes uncompressed answers only
+                raise RuntimeError("a compressed batch reached the joint columns")
+            self.wire_bytes += len(data)
+            piece, pos, ri, rp = piece + 1, 0, 0, 0
+        cf._started = "columns"
+        if piece < len(pieces):
+            cf.cursor = (piece, pos, ri, rp)
+        else:
+            cf.cursor = None
+            cf._done = True
         rows = len(b) - before
-        cf._started = cf._done = True
         if rows:
             self.runs.append((cf.tp, rows))
             self.rows += rows
@@ -753,21 +794,17 @@ class _Joint:
         import pyarrow as pa
         chunk = ColumnChunk(self.builder.take())
         (topic, partition), _ = self.runs[0]
-        rb = chunk.to_arrow(include_headers=self.include_headers, topic=topic,
-                            partition=partition)
         if len(self.runs) == 1:
-            return rb
+            return chunk._arrow(self.include_headers, topic, partition, True)
         counts = [k for _, k in self.runs]
         parts = np.repeat(np.array([tp[1] for tp, _ in self.runs], dtype=np.int32), counts)
-        i = rb.schema.get_field_index("partition")
-        rb = rb.set_column(i, rb.schema.field(i), pa.Array.from_buffers(
-            pa.int32(), len(parts), [None, pa.py_buffer(parts)]))
+        part_col = pa.Array.from_buffers(pa.int32(), len(parts), [None, pa.py_buffer(parts)])
         if any(tp[0] != topic for tp, _ in self.runs):
-            i = rb.schema.get_field_index("topic")
-            names = pa.concat_arrays([pa.repeat(pa.scalar(tp[0], pa.string()), k)
-                                      for tp, k in self.runs])   # a run at a time, not a row
-            rb = rb.set_column(i, rb.schema.field(i), names)
-        return rb
+            topic_col = pa.concat_arrays([pa.repeat(pa.scalar(tp[0], pa.string()), k)
+                                          for tp, k in self.runs])   # a run at a time, not a row
+        else:
+            topic_col = _topic_column(pa, topic, len(parts))
+        return chunk._arrow(self.include_headers, None, None, True, (topic_col, part_col))
 
 
 def _plain(batches: Sequence[Any]) -> bool:

@@ -278,6 +278,14 @@ class ColumnChunk:
         ``topic``/``partition`` add those constant columns (both or neither);
         ``include_headers`` defaults to whether the chunk has headers.
         """
+        return self._arrow(include_headers, topic, partition, False)
+
+    def _arrow(self, include_headers: Optional[bool], topic: Optional[str],
+               partition: Optional[int], last_use: bool, where: Optional[Tuple[Any, Any]] = None
+               ) -> "Any":
+        # last_use: nothing reads this chunk afterwards, so its timestamps may turn into
+        # Arrow's microseconds where they are instead of in a copy; where: the topic and
+        # partition columns, made by the caller (rows of several partitions)
         pa = require("pyarrow", "spark", "Arrow output")
 
         if (topic is None) != (partition is None):
@@ -291,17 +299,20 @@ class ColumnChunk:
             _arrow_binary(pa, pa.binary(), n, self.key_offsets, self.key_data, self.key_valid),
             _arrow_binary(pa, pa.binary(), n, self.value_offsets, self.value_data, self.value_valid),
         ]
-        if topic is not None and partition is not None:
+        if where is not None:
+            arrays.extend(where)
+        elif topic is not None and partition is not None:
             arrays.extend(_constant_columns(pa, topic, partition, n))
         arrays.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]))
+        micros = np.multiply(self.timestamp, 1000, out=self.timestamp if last_use else None)
         arrays.append(pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n,
-                                            [None, pa.py_buffer(self.timestamp * 1000)]))
+                                            [None, pa.py_buffer(micros)]))
         arrays.append(pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.timestamp_type)]))
         if include_headers:
             arrays.append(self._arrow_headers(pa))
         return pa.RecordBatch.from_arrays(
             arrays, schema=arrow_schema(include_headers=include_headers,
-                                        with_topic=topic is not None))
+                                        with_topic=topic is not None or where is not None))
 
     def _arrow_headers(self, pa: Any) -> Any:
         h = len(self.header_value_valid)
@@ -328,16 +339,23 @@ def arrow_schema(include_headers: bool = False, with_topic: bool = True) -> "Any
     every field nullable, ``binary`` (not ``large_binary``), ``timestamp[us, UTC]``,
     headers as ``list<element: struct<key: string, value: binary>>``.
     """
-    pa = require("pyarrow", "spark", "Arrow output")
+    key = (bool(include_headers), bool(with_topic))
+    got = _SCHEMAS.get(key)   # schemas are immutable: one of each, made once
+    if got is None:
+        pa = require("pyarrow", "spark", "Arrow output")
+        fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
+        if with_topic:
+            fields += [pa.field("topic", pa.string()), pa.field("partition", pa.int32())]
+        fields += [pa.field("offset", pa.int64()),
+                   pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+                   pa.field("timestampType", pa.int32())]
+        if include_headers:
+            fields.append(pa.field("headers", _headers_type(pa)))
+        got = _SCHEMAS[key] = pa.schema(fields)
+    return got
 
-    fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
-    if with_topic:
-        fields += [pa.field("topic", pa.string()), pa.field("partition", pa.int32())]
-    fields += [pa.field("offset", pa.int64()), pa.field("timestamp", pa.timestamp("us", tz="UTC")),
-               pa.field("timestampType", pa.int32())]
-    if include_headers:
-        fields.append(pa.field("headers", _headers_type(pa)))
-    return pa.schema(fields)
+
+_SCHEMAS: Dict[Tuple[bool, bool], Any] = {}
 
 
 def _validity(pa: Any, valid: Optional[np.ndarray], n: int) -> Tuple[Any, int]:
@@ -356,21 +374,34 @@ def _arrow_binary(pa: Any, typ: Any, n: int, offsets: np.ndarray, data: np.ndarr
                                  null_count=nulls)
 
 
-_CONSTANTS: Dict[Tuple[str, int, int], Tuple[Any, Any]] = {}
+_CONSTANTS: Dict[Tuple[str, Any], Any] = {}
 
 
 def _constant_columns(pa: Any, topic: str, partition: int, n: int) -> Tuple[Any, Any]:
-    """The topic and partition columns of ``n`` rows, shared between batches (Arrow arrays
-    are immutable, and every full chunk of a partition has the same length)."""
-    key = (topic, partition, n)
+    """The topic and partition columns of ``n`` rows: slices of longer constant arrays kept
+    per topic and partition (Arrow arrays are immutable, and slicing copies nothing)."""
+    return _topic_column(pa, topic, n), _constant(pa, (topic, partition), n, lambda k: pa.Array.from_buffers(
+        pa.int32(), k, [None, pa.py_buffer(np.full(k, partition, dtype=np.int32))]))
+
+
+def _topic_column(pa: Any, topic: str, n: int) -> Any:
+    """``n`` rows of ``topic`` (see :func:`_constant_columns`)."""
+    return _constant(pa, (topic, None), n, lambda k: _constant_string(pa, topic, k))
+
+
+def _constant(pa: Any, key: Tuple[str, Any], n: int, make: Any) -> Any:
     got = _CONSTANTS.get(key)
-    if got is None:
-        got = (_constant_string(pa, topic, n), pa.Array.from_buffers(
-            pa.int32(), n, [None, pa.py_buffer(np.full(n, partition, dtype=np.int32))]))
-        if len(_CONSTANTS) >= 16:
+    if got is None or len(got) < n:
+        # some room for the next, longer batch, within a bound (chunks can be huge)
+        cap = max(n, min(2 * len(got) if got is not None else 1024, 1 << 16))
+        if len(_CONSTANTS) >= 64:
             _CONSTANTS.clear()
+        try:
+            got = make(cap)
+        except ValueError:   # a long topic name: no room beyond n within Arrow's limit
+            got = make(n)
         _CONSTANTS[key] = got
-    return got
+    return got if len(got) == n else got.slice(0, n)
 
 
 def _constant_string(pa: Any, text: str, n: int) -> Any:
@@ -473,12 +504,7 @@ class ColumnChunkIterator:
                            end_position=self._base + end, next_offset=b.next_offset)
 
     def _relocated(self, exc: KafkaWireError, pos: int) -> KafkaWireError:
-        if isinstance(exc, CorruptRecordError):
-            if exc.position is None or exc.reason in ("too_large", "compression"):
-                return type(exc)(exc.message, position=self._base + pos, offset=exc.offset,
-                                 reason=exc.reason, path=exc.path)
-            return exc.at(position_delta=self._base)
-        return exc
+        return _relocated(exc, pos, self._base)
 
     def _run(self) -> Iterator[ColumnChunk]:
         try:
@@ -540,6 +566,34 @@ class ColumnChunkIterator:
         except KafkaWireError as exc:
             raise self._relocated(exc, pos) from None
         return nxt, payload
+
+
+def _relocated(exc: KafkaWireError, pos: int, base: int) -> KafkaWireError:
+    """``exc`` from decoding at ``pos`` of a buffer that starts at ``base``, with positions
+    counted from the start of the input (errors without one name the batch at ``pos``)."""
+    if isinstance(exc, CorruptRecordError):
+        if exc.position is None or exc.reason in ("too_large", "compression"):
+            return type(exc)(exc.message, position=base + pos, offset=exc.offset,
+                             reason=exc.reason, path=exc.path)
+        return exc.at(position_delta=base)
+    return exc
+
+
+def scan_columns(builder: Any, data: Any, pos: int = 0, rec_index: int = 0,
+                 rec_pos: int = 0) -> Tuple[int, int, int, int]:
+    """Decode the uncompressed batches of ``data`` from ``pos`` into ``builder`` until the data
+    ends or the builder is full; ``(status, pos, rec_index, rec_pos)`` as
+    ``columnar_scan`` returns them (after FULL, call again with them to go on).
+
+    For callers that stop and resume inside one buffer (a consumer poll's row limit);
+    compressed batches are not inflated here (status COMPRESSED).
+    """
+    view = _as_bytes_view(data)
+    try:
+        return K.columnar_scan(builder, view, pos, len(view), rec_index,  # type: ignore[no-any-return]
+                               rec_pos)
+    except KafkaWireError as exc:
+        raise _relocated(exc, pos, 0) from None
 
 
 def _codec_name(codec: int) -> str:
