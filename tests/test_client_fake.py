@@ -467,3 +467,43 @@ def test_bootstrap_connection_is_reused_for_its_broker(fake):
         c.metadata()
         conn = c._node(0)
         assert conn.node_id == 0 and len(c._conns) == 1
+
+
+def test_new_leaders_are_connected_together():
+    import threading
+    cluster = FakeCluster(3)
+    try:
+        both = threading.Barrier(2)
+        together = []
+
+        def api_versions(node, req):
+            if node in (1, 2):   # answer once the other broker has the request too
+                try:
+                    both.wait(timeout=5)
+                    together.append(node)
+                except threading.BrokenBarrierError:
+                    pass
+            return cluster._api_versions(node, req)
+        cluster.handlers[18] = api_versions
+        with Client(f"127.0.0.1:{cluster.port(0)}") as c:
+            c.metadata()
+            c._open_nodes([0, 1, 2])
+            assert sorted(together) == [1, 2]           # both requests were out at once
+            assert all(c._conns[n].connected for n in (1, 2))
+            assert c._node(1) is c._conns[1] and c._node(0).node_id == 0
+    finally:
+        cluster.close()
+
+
+def test_a_leader_that_cannot_be_reached_is_reported_when_used():
+    cluster = FakeCluster(3)
+    try:
+        with Client(f"127.0.0.1:{cluster.port(0)}", reconnect_backoff_ms=10) as c:
+            c.metadata()
+            cluster.brokers[2][1].close()               # broker 2 stops listening
+            c._open_nodes([1, 2])
+            assert c._conns[1].connected and 2 not in c._conns
+            with pytest.raises(kafkawire.client.KafkaConnectionError):
+                c._node(2)
+    finally:
+        cluster.close()

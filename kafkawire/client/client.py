@@ -30,7 +30,7 @@ from kafkawire.client.security import AuthenticationError, Sasl, security_from
 from kafkawire.client.results import (FetchResult, OffsetAndMetadata, OffsetResult,
                                       ProduceResult, TopicResult, as_offset_and_metadata,
                                       normalize_record)
-from kafkawire.errors import ProtocolError, UnsupportedVersionError
+from kafkawire.errors import KafkaWireError, ProtocolError, UnsupportedVersionError
 from kafkawire.protocol.error_codes import (COORDINATOR_ERRORS, NOT_CONTROLLER, UNSUPPORTED_VERSION,
                                            BrokerResponseError, error_code, make_error)
 
@@ -165,26 +165,67 @@ class Client:
         wait = not_before - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        conn = BrokerConnection(host, port, node_id=node_id, connect_timeout=self.connect_timeout,
-                                request_timeout=self.request_timeout,
-                                max_frame_size=self.max_frame_size, ssl_context=self.ssl_context)
+        conn = self._connection(host, port, node_id)
         try:
             conn.connect()
             self._negotiate(conn)
             if self.sasl is not None:
                 self._authenticate(conn, self.sasl)
         except BaseException as exc:
-            conn.close()
-            if isinstance(exc, (KafkaConnectionError, RequestTimeoutError)):
-                delay = min(self.reconnect_backoff * (2 ** failures), self.reconnect_backoff_max)
-                delay *= random.uniform(0.8, 1.2)
-                self._reconnect[key] = (failures + 1, time.monotonic() + delay)
-                log.info("cannot reach %s:%s (%s); next attempt in %.0f ms", host, port, exc,
-                         delay * 1000)
+            self._failed(key, conn, exc)
             raise
+        self._opened(key, conn)
+        return conn
+
+    def _connection(self, host: str, port: int, node_id: Optional[int]) -> BrokerConnection:
+        return BrokerConnection(host, port, node_id=node_id, connect_timeout=self.connect_timeout,
+                                request_timeout=self.request_timeout,
+                                max_frame_size=self.max_frame_size, ssl_context=self.ssl_context)
+
+    def _failed(self, key: Any, conn: BrokerConnection, exc: BaseException) -> None:
+        """Close a connection that could not be opened; a network failure delays the next try."""
+        conn.close()
+        if isinstance(exc, (KafkaConnectionError, RequestTimeoutError)):
+            failures = self._reconnect.get(key, (0, 0.0))[0]
+            delay = min(self.reconnect_backoff * (2 ** failures), self.reconnect_backoff_max)
+            delay *= random.uniform(0.8, 1.2)
+            self._reconnect[key] = (failures + 1, time.monotonic() + delay)
+            log.info("cannot reach %s:%s (%s); next attempt in %.0f ms", conn.host, conn.port, exc,
+                     delay * 1000)
+
+    def _opened(self, key: Any, conn: BrokerConnection) -> None:
         self._reconnect.pop(key, None)
         self._conns[key] = conn
-        return conn
+
+    def _open_nodes(self, node_ids: Iterable[int]) -> None:
+        """Open connections to several brokers together: connect to each and send each its
+        ApiVersions request, then read the answers, so the round trips overlap instead of
+        adding up.  Brokers already connected, waiting out a reconnect delay, or not in the
+        metadata are left alone; a broker that fails here is retried (and reported) on use."""
+        if self._closed:
+            return
+        started = []
+        for node_id in node_ids:
+            conn = self._conns.get(node_id)
+            info = self.cluster.broker(node_id)
+            if (conn is not None and conn.connected) or info is None or \
+                    self.reconnect_delay(node_id) > 0 or self._adopt(node_id, info) is not None:
+                continue
+            conn = self._connection(info.host, info.port, node_id)
+            try:
+                conn.connect()
+                started.append((node_id, conn, self._send_api_versions(conn)))
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                self._failed(node_id, conn, exc)
+        for node_id, conn, first in started:
+            try:
+                self._negotiate(conn, first)
+                if self.sasl is not None:
+                    self._authenticate(conn, self.sasl)
+            except (KafkaConnectionError, RequestTimeoutError, KafkaWireError) as exc:
+                self._failed(node_id, conn, exc)
+                continue
+            self._opened(node_id, conn)
 
     def reconnect_delay(self, node_id: Any) -> float:
         """Seconds until a connection to ``node_id`` may be tried again (0: now)."""
@@ -217,20 +258,29 @@ class Client:
         sasl.exchange(roundtrip)
         log.debug("authenticated to %s:%s with SASL %s", conn.host, conn.port, sasl.mechanism)
 
-    def _negotiate(self, conn: BrokerConnection) -> None:
+    def _send_api_versions(self, conn: BrokerConnection, version: Optional[int] = None
+                           ) -> Tuple[int, Any]:
+        """Send ApiVersions (our version, or the one the last broker accepted); ``(version,
+        pending answer)``."""
+        if version is None:
+            version = self._api_versions_start
+            if version is None:
+                version = A.max_version(A.API_VERSIONS)
+        cid = conn.next_correlation_id()
+        frame = A.encode_request(A.api_versions_request(self.client_id), version, cid,
+                                 self.client_id)
+        return version, conn.send(frame, cid, A.API_VERSIONS, version)
+
+    def _negotiate(self, conn: BrokerConnection, sent: Optional[Tuple[int, Any]] = None) -> None:
         """ApiVersions: learn the broker's ranges; step down if it rejects our version.
 
         A broker that does not speak our ApiVersions version answers
         UNSUPPORTED_VERSION in the v0 layout, listing the versions it does speak.
+        ``sent``: the request already sent (see :meth:`_send_api_versions`).
         """
-        version = self._api_versions_start
-        if version is None:
-            version = A.max_version(A.API_VERSIONS)
+        version, pending = sent if sent is not None else self._send_api_versions(conn)
         while True:
-            cid = conn.next_correlation_id()
-            frame = A.encode_request(A.api_versions_request(self.client_id), version, cid,
-                                     self.client_id)
-            payload = conn.send(frame, cid, A.API_VERSIONS, version).result(self.request_timeout)
+            payload = pending.result(self.request_timeout)
             # Response header v0 (correlation id), then the error code, in every version.
             code = int.from_bytes(payload[4:6], "big", signed=True) if len(payload) >= 6 else -1
             if code == UNSUPPORTED_VERSION and version > 0:
@@ -239,7 +289,8 @@ class Client:
                               for k in A.decode_response(A.API_VERSIONS, 0, payload).api_keys}
                 except ProtocolError:  # some brokers mangle this answer; step down one
                     theirs = {}
-                version = min(theirs.get(A.API_VERSIONS, version - 1), version - 1)
+                version, pending = self._send_api_versions(
+                    conn, min(theirs.get(A.API_VERSIONS, version - 1), version - 1))
                 continue
             resp = A.decode_response(A.API_VERSIONS, version, payload)
             if resp.error_code:
@@ -258,14 +309,20 @@ class Client:
                 raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
         conn = self._conns.get(node_id)
         if conn is None or not conn.connected:
-            # The bootstrap connection may already lead to this broker: adopt it.
-            for key, c in list(self._conns.items()):
-                if c.connected and c.node_id is None and (c.host, c.port) == (info.host, info.port):
-                    del self._conns[key]
-                    c.node_id = node_id
-                    self._conns[node_id] = c
-                    return c
+            adopted = self._adopt(node_id, info)
+            if adopted is not None:
+                return adopted
         return self._open(node_id, info.host, info.port, node_id)
+
+    def _adopt(self, node_id: int, info: Any) -> Optional[BrokerConnection]:
+        """The bootstrap connection that leads to broker ``node_id``, now kept as that broker's."""
+        for key, c in list(self._conns.items()):
+            if c.connected and c.node_id is None and (c.host, c.port) == (info.host, info.port):
+                del self._conns[key]
+                c.node_id = node_id
+                self._conns[node_id] = c
+                return c
+        return None
 
     def _any(self) -> BrokerConnection:
         """A connection to any live broker: an open one, a known one, then the bootstrap list."""

@@ -436,7 +436,14 @@ class Fetcher:
         return out
 
     def send(self) -> None:
-        for node, tps in self.fetchable().items():
+        fetchable = self.fetchable()
+        if len(fetchable) > 1:
+            missing = [n for n in fetchable if n not in self._links]
+            if len(missing) > 1:   # new leaders: connect to them together
+                opener = getattr(self.client, "_open_nodes", None)
+                if opener is not None:
+                    opener(missing)
+        for node, tps in fetchable.items():
             session = self.sessions.get(node)
             if session is None:
                 session = self.sessions[node] = FetchSession(node)
