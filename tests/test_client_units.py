@@ -128,6 +128,8 @@ def test_large_response_frames_reuse_buffers_nothing_refers_to():
     a, b = socket.socketpair()
     conn = CN.BrokerConnection("localhost", 1)
     conn._sock = a
+    conn.frames = CN.FramePool()     # the process's shared pool may hold others' buffers
+    pool = conn.frames.buffers
     try:
         size = CN._POOL_MIN + 1000
 
@@ -145,25 +147,54 @@ def test_large_response_frames_reuse_buffers_nothing_refers_to():
         second = frame(2)
         assert held.obj is not second.obj and bytes(held) == b"\x01" * 10
         del held, second
-        pooled = [id(buf) for buf in conn._pool]     # ids: a reference would keep them in use
+        pooled = [id(buf) for buf in pool]     # ids: a reference would keep them in use
         assert len(pooled) == 2
         third = frame(3)                    # nothing refers to the pooled buffers: one reused
-        assert id(third.obj) in pooled and len(conn._pool) == 2
+        assert id(third.obj) in pooled and len(pool) == 2
         assert bytes(third[-3:]) == b"\x03" * 3
         in_use = [third]
         for fill in range(4, 4 + CN._POOL_BUFFERS):    # more frames held than the pool keeps
             in_use.append(frame(fill))
-        assert len(conn._pool) == CN._POOL_BUFFERS
+        assert len(pool) == CN._POOL_BUFFERS
         assert all(bytes(f[:1]) == bytes([i + 3]) for i, f in enumerate(in_use))
         size += 100_000                              # larger than every pooled buffer
         del in_use[1:]
         bigger = frame(9)                            # free small ones make room for it
-        assert len(conn._pool) <= CN._POOL_BUFFERS and any(bigger.obj is b for b in conn._pool)
-        assert any(third.obj is b for b in conn._pool)   # still in use: kept
+        assert len(pool) <= CN._POOL_BUFFERS and any(bigger.obj is b for b in pool)
+        assert any(third.obj is b for b in pool)   # still in use: kept
         del bigger, third, in_use
+        other = CN.BrokerConnection("localhost", 2)   # connections share the pool
+        assert other.frames is CN._FRAMES and conn.frames is not CN._FRAMES
         small = (struct.pack(">i", 8) + b"12345678")
         b.sendall(small)
         assert type(conn._read_frame(time.monotonic() + 30)) is bytearray   # small: not pooled
     finally:
         a.close()
         b.close()
+
+
+def test_threads_never_share_a_pooled_buffer():
+    import threading
+
+    from kafkawire.client import connection as CN
+    pool = CN.FramePool()
+    held: list = []
+    lock = threading.Lock()
+    clash = []
+
+    def work():
+        for _ in range(200):
+            view = pool.take(CN._POOL_MIN)
+            with lock:
+                if any(v.obj is view.obj for v in held):
+                    clash.append(view)
+                held.append(view)
+            with lock:
+                held[:] = [v for v in held if v is not view]
+            del view
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not clash and len(pool.buffers) <= CN._POOL_BUFFERS

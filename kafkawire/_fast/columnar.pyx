@@ -463,6 +463,9 @@ cdef int v2_records(State* S, const uint8_t* d, Py_ssize_t end, Ctx* x,
     cdef int64_t rem = x.count - i
     if rem > end - pos:
         rem = end - pos
+    if rem > S.max_records - S.n:
+        # the chunk fills up first (FULL): room for more would be allocated for nothing
+        rem = S.max_records - S.n
     cdef Cur u
     cdef char* kd0
     cdef char* vd0

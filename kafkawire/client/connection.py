@@ -31,12 +31,14 @@ log = logging.getLogger("kafkawire.client.connection")
 _SIZE = struct.Struct(">i")
 _IOV_MAX = 512          # buffers per sendmsg call (Linux allows 1024)
 _CORRELATION = struct.Struct(">i")
-# Response frames of at least _POOL_MIN bytes (Fetch answers) are read into buffers the
-# connection keeps and reuses once nothing refers to them any more: a fresh buffer of a
-# few MiB per answer costs a page fault per 4 KiB (and the kernel zeroing the page) on the
-# first write, then unmapping on release, about as much as the copy from the socket itself.
+# Response frames of at least _POOL_MIN bytes (Fetch answers) are read into buffers kept
+# and reused once nothing refers to them any more: a fresh buffer of a few MiB per answer
+# costs a page fault per 4 KiB (and the kernel zeroing the page) on the first write, then
+# unmapping on release, about as much as the copy from the socket itself.  The buffers are
+# shared by the process's connections, so consumers and reconnections that come and go
+# reuse them too.
 _POOL_MIN = 256 << 10
-_POOL_BUFFERS = 4                 # at most this many pooled buffers per connection...
+_POOL_BUFFERS = 8                 # at most this many pooled buffers...
 _POOL_BYTES = 64 << 20            # ...holding at most this many bytes together
 
 
@@ -50,6 +52,47 @@ def _unexported(buf: bytearray) -> bool:
         return False
     buf.append(0)
     return True
+
+
+class FramePool:
+    """Reusable buffers for large response frames (see ``_POOL_MIN``), bounded in count and
+    bytes; thread-safe (a buffer is handed out with a view of it made under the lock, so no
+    other thread can find it free)."""
+
+    def __init__(self) -> None:
+        self.buffers: List[bytearray] = []
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> memoryview:
+        """A view of ``size`` bytes of a buffer nothing else refers to (not zeroed)."""
+        with self._lock:
+            pool = self.buffers
+            best = -1
+            for i in range(len(pool)):
+                if len(pool[i]) >= size and _unexported(pool[i]) and \
+                        (best < 0 or len(pool[i]) < len(pool[best])):
+                    best = i
+            if best >= 0:
+                return memoryview(pool[best])[:size]
+            cap = (size + (size >> 3) + 0xFFFF) & ~0xFFFF  # room for a slightly larger next one
+            buf = K.frame_buffer(cap)
+            held, count = sum(map(len, pool)), len(pool)
+            if count >= _POOL_BUFFERS or held + cap > _POOL_BYTES:
+                # make room by dropping free buffers (all too small for this frame), smallest first
+                for i in sorted(range(count), key=lambda j: len(pool[j])):
+                    if count < _POOL_BUFFERS and held + cap <= _POOL_BYTES:
+                        break
+                    if _unexported(pool[i]):
+                        held -= len(pool[i])
+                        count -= 1
+                        pool[i] = None  # type: ignore[call-overload]
+                pool[:] = [b for b in pool if b is not None]
+            if count < _POOL_BUFFERS and held + cap <= _POOL_BYTES:
+                pool.append(buf)
+            return memoryview(buf)[:size]
+
+
+_FRAMES = FramePool()
 
 
 class Pending:
@@ -118,7 +161,7 @@ class BrokerConnection:
         self._timed_sock: Optional[socket.socket] = None
         self.bytes_sent = 0
         self.bytes_received = 0
-        self._pool: List[bytearray] = []   # reusable frame buffers (see _frame_buffer)
+        self.frames = _FRAMES               # reusable buffers for large frames
 
     def __repr__(self) -> str:
         state = "connected" if self._sock is not None else "closed" if self._closed else "idle"
@@ -377,34 +420,11 @@ class BrokerConnection:
         Large frames get a view of a pooled buffer no view refers to any more
         (every view, decoded field or Arrow buffer made from a frame holds an
         export of its buffer, so a buffer still in use is never handed out again);
-        the pool is bounded in count and bytes.
+        see :class:`FramePool`.
         """
         if size < _POOL_MIN:
             return K.frame_buffer(size)  # type: ignore[no-any-return]
-        pool = self._pool
-        best = -1
-        for i in range(len(pool)):
-            if len(pool[i]) >= size and _unexported(pool[i]) and \
-                    (best < 0 or len(pool[i]) < len(pool[best])):
-                best = i
-        if best >= 0:
-            return memoryview(pool[best])[:size]
-        cap = (size + (size >> 3) + 0xFFFF) & ~0xFFFF    # some room for a slightly larger next one
-        buf = K.frame_buffer(cap)
-        held, count = sum(map(len, pool)), len(pool)
-        if count >= _POOL_BUFFERS or held + cap > _POOL_BYTES:
-            # make room by dropping free buffers (all too small for this frame), smallest first
-            for i in sorted(range(count), key=lambda j: len(pool[j])):
-                if count < _POOL_BUFFERS and held + cap <= _POOL_BYTES:
-                    break
-                if _unexported(pool[i]):
-                    held -= len(pool[i])
-                    count -= 1
-                    pool[i] = None  # type: ignore[call-overload]
-            pool[:] = [b for b in pool if b is not None]
-        if count < _POOL_BUFFERS and held + cap <= _POOL_BYTES:
-            pool.append(buf)
-        return memoryview(buf)[:size]
+        return self.frames.take(size)
 
     def _fail(self, error: BaseException) -> None:
         """Close the socket and fail every request still waiting on it."""

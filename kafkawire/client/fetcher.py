@@ -390,6 +390,10 @@ class Fetcher:
         self.needs_reset: List[TopicPartition] = []
         self.sessions: Dict[int, FetchSession] = {}
         self._links: Dict[int, Tuple[Any, int]] = {}   # node -> (connection, Fetch version)
+        # the column builder of poll_arrow's joint batches, kept between polls: taking a
+        # batch's columns starts the next one's, which a builder made per poll would throw away
+        self._builder: Any = None
+        self._builder_kind: Tuple[int, bool] = (0, False)
 
     # --------------------------------------------------------------- sending
     def _buffered(self, tp: TopicPartition) -> int:
@@ -536,6 +540,13 @@ class Fetcher:
                 ready = [socks[sock] for sock in r]
         for node in ready:
             self._complete(node)
+
+    def pump(self) -> None:
+        """Between the decoding of one answer and the next: read the answers that have
+        arrived and send the fetches that can go out now, so brokers work while the poll
+        decodes instead of waiting for the next poll."""
+        self.wait(0)
+        self.send()
 
     def _complete(self, node: int) -> None:
         pending, conn, offsets, ids = self.in_flight.pop(node)
@@ -694,11 +705,17 @@ class Fetcher:
             return recs, len(recs), recs[-1].offset, recs[-1].leader_epoch
         return self._hand_out(max_records, take)
 
-    def take_columns(self, max_records: int, include_headers: bool) -> List[Any]:
-        """Arrow record batches: the answers taken whole, of every partition, decoded together
-        into one batch (no per-partition batches to copy into one afterwards); an answer taken
-        in part, or needing its own decoding (see :meth:`_Joint.fits`), gives one of its own."""
-        joint = _Joint(include_headers, max_records)
+    def take_columns(self, max_records: int, include_headers: bool,
+                     between: Optional[Any] = None) -> List[Any]:
+        """Arrow record batches: the answers of every partition decoded together into one
+        batch (no per-partition batches to copy into one afterwards); an answer needing its
+        own decoding (see :meth:`_Joint.fits`) gives one of its own.  ``between()`` runs
+        after each answer decoded into the joint batch (see :meth:`pump`)."""
+        if self._builder is None or self._builder_kind != (max_records, include_headers):
+            self._builder = K.ColumnBuilder(include_headers, max_records, _CC.MAX_CHUNK_BYTES,
+                                            None, None)
+            self._builder_kind = (max_records, include_headers)
+        joint = _Joint(include_headers, max_records, self._builder)
         own = set()   # partitions with a batch of their own in this poll: their rows come after
         stopped = []  # answers the joint stopped inside, with the joint's row count there
 
@@ -707,16 +724,24 @@ class Fetcher:
                 rows = joint.add(cf)
                 if rows and cf.cursor is not None:
                     stopped.append((cf, joint.rows))
+                if between is not None:
+                    between()
                 return joint, rows, None, None
             own.add(cf.tp)
             rb = cf.take_columns(n, include_headers)
             if not rb.num_rows:
                 return None, 0, 0, None
             return rb, rb.num_rows, rb.column("offset")[-1].as_py(), None
-        items = self._hand_out(max_records, take)
-        if not joint.rows:
+        try:
+            items = self._hand_out(max_records, take)
+            rb = joint.batch() if joint.rows else None
+        except BaseException:
+            self._builder = None   # it may hold rows of a poll that failed
+            raise
+        if rb is None:
+            if joint.touched:
+                self._builder = None   # control records only: none of it carries over
             return items
-        rb = joint.batch()
         if stopped:
             offsets = rb.column("offset")
             for cf, end in stopped:   # the partition goes on after the last row it gave
@@ -741,12 +766,13 @@ class _Joint:
     makes the Arrow batch once, with the topic and partition of each run.
     """
 
-    __slots__ = ("include_headers", "limit", "builder", "runs", "rows", "wire_bytes")
+    __slots__ = ("include_headers", "limit", "builder", "runs", "rows", "wire_bytes", "touched")
 
-    def __init__(self, include_headers: bool, limit: int) -> None:
+    def __init__(self, include_headers: bool, limit: int, builder: Any) -> None:
         self.include_headers = include_headers
         self.limit = limit
-        self.builder: Any = None
+        self.builder = builder      # empty, made for ``limit`` rows
+        self.touched = False        # something was decoded into it
         self.runs: List[Tuple[TopicPartition, int]] = []
         self.rows = 0
         self.wire_bytes = 0
@@ -768,9 +794,7 @@ class _Joint:
         """Decode ``cf`` (which :meth:`fits`) from where it stopped, until it ends or the poll's
         row limit is reached (then its cursor says where to go on); the rows it gave."""
         b = self.builder
-        if b is None:
-            b = self.builder = K.ColumnBuilder(self.include_headers, self.limit,
-                                               _CC.MAX_CHUNK_BYTES, None, None)
+        self.touched = True
         before = len(b)
         piece, pos, ri, rp = cf.cursor or (0, 0, 0, 0)
         pieces = cf.pieces
