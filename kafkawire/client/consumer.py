@@ -515,7 +515,7 @@ class Consumer:
 
     def _take(self, limit: int, columns: Optional[bool]):
         if columns is not None:
-            return self._fetcher.take_columns(limit, columns, self._fetcher.pump)
+            return self._fetcher.take_columns(limit, columns)
         lists = self._fetcher.take_records(limit)
         if not lists:
             return []

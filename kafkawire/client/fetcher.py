@@ -541,13 +541,6 @@ class Fetcher:
         for node in ready:
             self._complete(node)
 
-    def pump(self) -> None:
-        """Between the decoding of one answer and the next: read the answers that have
-        arrived and send the fetches that can go out now, so brokers work while the poll
-        decodes instead of waiting for the next poll."""
-        self.wait(0)
-        self.send()
-
     def _complete(self, node: int) -> None:
         pending, conn, offsets, ids = self.in_flight.pop(node)
         session = self.sessions.get(node)
@@ -705,12 +698,10 @@ class Fetcher:
             return recs, len(recs), recs[-1].offset, recs[-1].leader_epoch
         return self._hand_out(max_records, take)
 
-    def take_columns(self, max_records: int, include_headers: bool,
-                     between: Optional[Any] = None) -> List[Any]:
+    def take_columns(self, max_records: int, include_headers: bool) -> List[Any]:
         """Arrow record batches: the answers of every partition decoded together into one
         batch (no per-partition batches to copy into one afterwards); an answer needing its
-        own decoding (see :meth:`_Joint.fits`) gives one of its own.  ``between()`` runs
-        after each answer decoded into the joint batch (see :meth:`pump`)."""
+        own decoding (see :meth:`_Joint.fits`) gives one of its own."""
         if self._builder is None or self._builder_kind != (max_records, include_headers):
             self._builder = K.ColumnBuilder(include_headers, max_records, _CC.MAX_CHUNK_BYTES,
                                             None, None)
@@ -724,8 +715,6 @@ class Fetcher:
                 rows = joint.add(cf)
                 if rows and cf.cursor is not None:
                     stopped.append((cf, joint.rows))
-                if between is not None:
-                    between()
                 return joint, rows, None, None
             own.add(cf.tp)
             rb = cf.take_columns(n, include_headers)
