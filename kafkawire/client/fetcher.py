@@ -46,6 +46,7 @@ from kafkawire.protocol.error_codes import (FETCH_SESSION_ID_NOT_FOUND,
                                            INVALID_FETCH_SESSION_EPOCH, OFFSET_OUT_OF_RANGE,
                                            make_error)
 from kafkawire import _columnar_common as _CC
+from kafkawire.records.iterate import iter_batches
 from kafkawire.records.columnar import (ColumnChunk, ColumnChunkIterator, _topic_column,
                                         decode_columns, scan_columns)
 
@@ -121,7 +122,7 @@ class CompletedFetch:
         self._read_committed = read_committed
         # Whole batches only (a trailing partial one is fetched again next time); scanning
         # reads just the batch headers.
-        self.batches = list(kafkawire.iter_batches(data, verify_crc=verify_crc))
+        self.batches = list(iter_batches(data, verify_crc=verify_crc))
         self._batches: Iterator = iter(self.batches)
         self._pending: List[ConsumerRecord] = []
         self._done = False
