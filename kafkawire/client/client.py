@@ -314,6 +314,15 @@ class Client:
                 return adopted
         return self._open(node_id, info.host, info.port, node_id)
 
+    def _connected(self, node_id: int) -> Optional[BrokerConnection]:
+        """The open connection to broker ``node_id`` (the bootstrap one that leads there
+        included), without opening one."""
+        conn = self._conns.get(node_id)
+        if conn is not None and conn.connected:
+            return conn
+        info = self.cluster.broker(node_id)
+        return self._adopt(node_id, info) if info is not None else None
+
     def _adopt(self, node_id: int, info: Any) -> Optional[BrokerConnection]:
         """The bootstrap connection that leads to broker ``node_id``, now kept as that broker's."""
         for key, c in list(self._conns.items()):

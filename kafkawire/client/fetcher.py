@@ -442,30 +442,38 @@ class Fetcher:
 
     def send(self) -> None:
         fetchable = self.fetchable()
-        if len(fetchable) > 1:
-            missing = [n for n in fetchable if n not in self._links]
-            if len(missing) > 1:   # new leaders: connect to them together
-                opener = getattr(self.client, "_open_nodes", None)
-                if opener is not None:
-                    opener(missing)
-        for node, tps in fetchable.items():
-            session = self.sessions.get(node)
-            if session is None:
-                session = self.sessions[node] = FetchSession(node)
-            try:
-                conn, version = self._link(node)
-                cid = conn.next_correlation_id()
-                frame, offsets, ids = self._request(tps, version, session, cid)
-                pending = conn.send(frame, cid, A.FETCH, version,
-                                    timeout=self.client.request_timeout + self.max_wait_ms / 1000,
-                                    decode=lambda f, v=version: fetch_answer(v, f))
-            except (KafkaConnectionError, RequestTimeoutError) as exc:
-                log.debug("fetch to broker %s not sent: %s", node, exc)
-                session.failed()
-                self.client.cluster.mark_stale()
-                self.needs_metadata = True
-                continue
-            self.in_flight[node] = (pending, conn, offsets, ids)
+        client = self.client
+        connected = getattr(client, "_connected", None)
+        new = [n for n in fetchable
+               if n not in self._links and (connected is None or connected(n) is None)]
+        for node, tps in fetchable.items():   # leaders already connected first: their fetches
+            if node not in new:               # are out while the new ones connect
+                self._send_to(node, tps)
+        if len(new) > 1:   # new leaders: connect to them together
+            opener = getattr(client, "_open_nodes", None)
+            if opener is not None:
+                opener(new)
+        for node in new:
+            self._send_to(node, fetchable[node])
+
+    def _send_to(self, node: int, tps: List[TopicPartition]) -> None:
+        session = self.sessions.get(node)
+        if session is None:
+            session = self.sessions[node] = FetchSession(node)
+        try:
+            conn, version = self._link(node)
+            cid = conn.next_correlation_id()
+            frame, offsets, ids = self._request(tps, version, session, cid)
+            pending = conn.send(frame, cid, A.FETCH, version,
+                                timeout=self.client.request_timeout + self.max_wait_ms / 1000,
+                                decode=lambda f, v=version: fetch_answer(v, f))
+        except (KafkaConnectionError, RequestTimeoutError) as exc:
+            log.debug("fetch to broker %s not sent: %s", node, exc)
+            session.failed()
+            self.client.cluster.mark_stale()
+            self.needs_metadata = True
+            return
+        self.in_flight[node] = (pending, conn, offsets, ids)
 
     def _link(self, node: int) -> Tuple[Any, int]:
         """The open connection to broker ``node`` and the Fetch version it speaks (kept between
