@@ -298,6 +298,22 @@ def test_a_poll_that_stops_inside_an_answer_still_gives_one_batch():
     assert not fetcher.completed
 
 
+def test_a_poll_never_gives_more_rows_than_asked():
+    pytest.importorskip("pyarrow")
+    fetcher, states = _fetcher({("t", 0): 1, ("t", 1): 1})
+    fetcher.completed[P0] = collections.deque([_answer(0, 5, compression="gzip")])
+    fetcher.completed[P1] = collections.deque([_answer_of_batches([6, 4], tp=P1)])
+    offsets = {0: [], 1: []}
+    for _ in range(6):
+        got = fetcher.take_columns(8, False)
+        assert sum(rb.num_rows for rb in got) <= 8
+        for rb in got:
+            for r in rb.to_pylist():
+                offsets[r["partition"]].append(r["offset"])
+    assert offsets == {0: list(range(5)), 1: list(range(10))}
+    assert (states[P0].position, states[P1].position) == (5, 10)
+
+
 def test_records_and_columns_taken_in_turn_neither_repeat_nor_skip():
     pytest.importorskip("pyarrow")
     fetcher, states = _fetcher({("t", 0): 1})

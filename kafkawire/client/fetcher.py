@@ -720,7 +720,7 @@ class Fetcher:
         stopped = []  # answers the joint stopped inside, with the joint's row count there
 
         def take(cf, n):
-            if cf.tp not in own and joint.fits(cf):
+            if cf.tp not in own and joint.fits(cf, n):
                 rows = joint.add(cf)
                 if rows and cf.cursor is not None:
                     stopped.append((cf, joint.rows))
@@ -775,13 +775,18 @@ class _Joint:
         self.rows = 0
         self.wire_bytes = 0
 
-    def fits(self, cf: CompletedFetch) -> bool:
-        """Whether the joint columns can take ``cf``'s rows: it needs no read_committed
-        filtering, its batches are uncompressed v2 ones, and either a previous poll's joint
-        stopped inside it (:attr:`CompletedFetch.cursor`) or nothing was taken from it and
-        it starts at its fetch offset (no rows to skip)."""
+    def fits(self, cf: CompletedFetch, n: int) -> bool:
+        """Whether the joint columns can take ``cf``'s rows, ``n`` at most: it needs no
+        read_committed filtering, its batches are uncompressed v2 ones, and either a previous
+        poll's joint stopped inside it (:attr:`CompletedFetch.cursor`) or nothing was taken
+        from it and it starts at its fetch offset (no rows to skip)."""
         batches = cf.batches
         if cf._read_committed or not batches or not _plain(batches):
+            return False
+        if n < self.limit - self.rows and \
+                batches[-1].last_offset - max(cf.fetch_offset, batches[0].base_offset) + 1 > n:
+            # batches of their own took rows of this poll: the builder, made for the poll's
+            # limit, would not stop at n, so only an answer whose rest fits is taken
             return False
         if cf._started:
             return cf._started == "columns" and cf.cursor is not None
