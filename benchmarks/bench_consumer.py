@@ -13,10 +13,10 @@ read from the beginning, by:
 
 Both read from offset 0, given with the assignment (``TopicPartition(topic, p, 0)``,
 ``seek``), not looked up.  Every reader is a fresh consumer (nothing cached); each
-runs ``--repeat`` times,
-interleaved, and the median time counts.  The ratios printed are kafkawire's
-records per second over confluent-kafka's, with the range of each round's ratio
-against confluent-kafka's run of the same round.  Modules are imported before
+runs ``--repeat`` times, interleaved, each after a full ``gc.collect()``, and the
+median time counts.  The ratios printed are kafkawire's records per second over
+confluent-kafka's (see below for which of its two runs), with the range of each
+round's ratio against that run of the same round.  Modules are imported before
 the clock starts (``pyarrow`` too, which ``poll_arrow`` would otherwise import
 in its first timed run).  Run:
 ``python benchmarks/bench_consumer.py [--records 150000] [--batch 10000] [--repeat 5]
@@ -36,6 +36,7 @@ defaults in brackets.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -131,6 +132,9 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     for _ in range(args.repeat):
         for name, fn in readers.items():
+            # every read starts from a full collection, so none pays for the garbage an
+            # earlier one left (confluent-kafka's message objects set the collector off)
+            gc.collect()
             times[name].append(fn(bootstrap, topic, n, args.batch))
     # the median run of each reader: on a shared machine the best run flatters whoever got
     # the CPU at the right moment
