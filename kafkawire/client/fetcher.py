@@ -47,7 +47,7 @@ from kafkawire.protocol.error_codes import (FETCH_SESSION_ID_NOT_FOUND,
                                            make_error)
 from kafkawire import _columnar_common as _CC
 from kafkawire.records.iterate import iter_batches
-from kafkawire.records.columnar import (ColumnChunk, ColumnChunkIterator, _topic_column,
+from kafkawire.records.columnar import (ColumnChunk, ColumnChunkIterator, topic_column,
                                         decode_columns, scan_columns)
 
 __all__ = ["ConsumerRecord", "PartitionState", "Fetcher", "CompletedFetch"]
@@ -235,7 +235,7 @@ class CompletedFetch:
                     mask = self._committed_mask(chunk)
                     if mask is not None:
                         chunk = chunk.filter(mask)
-                rb = chunk._arrow(include_headers, self.tp[0], self.tp[1], True)
+                rb = chunk.to_arrow(include_headers, self.tp[0], self.tp[1], last_use=True)
             self._arrow = [rb, 0]
         rb, at = self._arrow
         n = min(max_records, rb.num_rows - at)
@@ -255,12 +255,12 @@ class CompletedFetch:
                                                builder=builder, last_chunk=i == last)]
         topic, partition = self.tp
         if len(chunks) == 1:
-            return chunks[0]._arrow(include_headers, topic, partition, True)
+            return chunks[0].to_arrow(include_headers, topic, partition, last_use=True)
         import pyarrow as pa
         if not chunks:
             return ColumnChunk.empty(include_headers).to_arrow(
                 include_headers=include_headers, topic=topic, partition=partition)
-        batches = [c._arrow(include_headers, topic, partition, True)
+        batches = [c.to_arrow(include_headers, topic, partition, last_use=True)
                    for c in chunks]   # not expected: can_absorb keeps pieces within one chunk
         return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
@@ -829,7 +829,7 @@ class _Joint:
         chunk = ColumnChunk(self.builder.take())
         (topic, partition), _ = self.runs[0]
         if len(self.runs) == 1:
-            return chunk._arrow(self.include_headers, topic, partition, True)
+            return chunk.to_arrow(self.include_headers, topic, partition, last_use=True)
         counts = [k for _, k in self.runs]
         parts = np.repeat(np.array([tp[1] for tp, _ in self.runs], dtype=np.int32), counts)
         part_col = pa.Array.from_buffers(pa.int32(), len(parts), [None, pa.py_buffer(parts)])
@@ -837,8 +837,8 @@ class _Joint:
             topic_col = pa.concat_arrays([pa.repeat(pa.scalar(tp[0], pa.string()), k)
                                           for tp, k in self.runs])   # a run at a time, not a row
         else:
-            topic_col = _topic_column(pa, topic, len(parts))
-        return chunk._arrow(self.include_headers, None, None, True, (topic_col, part_col))
+            topic_col = topic_column(topic, len(parts))
+        return chunk.to_arrow(self.include_headers, last_use=True, where=(topic_col, part_col))
 
 
 def _plain(batches: Sequence[Any]) -> bool:

@@ -272,20 +272,15 @@ class ColumnChunk:
                            end_position=self.end_position, next_offset=self.next_offset)
 
     def to_arrow(self, include_headers: Optional[bool] = None, topic: Optional[str] = None,
-                 partition: Optional[int] = None) -> "Any":
+                 partition: Optional[int] = None, *, last_use: bool = False,
+                 where: Optional[Tuple[Any, Any]] = None) -> "Any":
         """A ``pyarrow.RecordBatch`` sharing this chunk's buffers (Spark's Kafka schema).
 
-        ``topic``/``partition`` add those constant columns (both or neither);
-        ``include_headers`` defaults to whether the chunk has headers.
+        ``topic``/``partition`` add those constant columns (both or neither), or ``where``
+        gives them as Arrow arrays (rows of several partitions); ``include_headers``
+        defaults to whether the chunk has headers.  ``last_use``: nothing reads this chunk
+        afterwards, so its timestamps become Arrow's microseconds in place, not in a copy.
         """
-        return self._arrow(include_headers, topic, partition, False)
-
-    def _arrow(self, include_headers: Optional[bool], topic: Optional[str],
-               partition: Optional[int], last_use: bool, where: Optional[Tuple[Any, Any]] = None
-               ) -> "Any":
-        # last_use: nothing reads this chunk afterwards, so its timestamps may turn into
-        # Arrow's microseconds where they are instead of in a copy; where: the topic and
-        # partition columns, made by the caller (rows of several partitions)
         pa = require("pyarrow", "spark", "Arrow output")
 
         if (topic is None) != (partition is None):
@@ -380,12 +375,16 @@ _CONSTANTS: Dict[Tuple[str, Any], Any] = {}
 def _constant_columns(pa: Any, topic: str, partition: int, n: int) -> Tuple[Any, Any]:
     """The topic and partition columns of ``n`` rows: slices of longer constant arrays kept
     per topic and partition (Arrow arrays are immutable, and slicing copies nothing)."""
-    return _topic_column(pa, topic, n), _constant(pa, (topic, partition), n, lambda k: pa.Array.from_buffers(
-        pa.int32(), k, [None, pa.py_buffer(np.full(k, partition, dtype=np.int32))]))
+    def partitions(k: int) -> Any:
+        return pa.Array.from_buffers(pa.int32(), k,
+                                     [None, pa.py_buffer(np.full(k, partition, dtype=np.int32))])
+    return topic_column(topic, n), _constant(pa, (topic, partition), n, partitions)
 
 
-def _topic_column(pa: Any, topic: str, n: int) -> Any:
-    """``n`` rows of ``topic`` (see :func:`_constant_columns`)."""
+def topic_column(topic: str, n: int) -> Any:
+    """An Arrow string column of ``n`` rows of ``topic``: a slice of one kept per topic, so
+    the batches of a topic share it instead of each writing the name ``n`` times."""
+    pa = require("pyarrow", "spark", "Arrow output")
     return _constant(pa, (topic, None), n, lambda k: _constant_string(pa, topic, k))
 
 
@@ -590,8 +589,7 @@ def scan_columns(builder: Any, data: Any, pos: int = 0, rec_index: int = 0,
     """
     view = _as_bytes_view(data)
     try:
-        return K.columnar_scan(builder, view, pos, len(view), rec_index,  # type: ignore[no-any-return]
-                               rec_pos)
+        return K.columnar_scan(builder, view, pos, len(view), rec_index, rec_pos)
     except KafkaWireError as exc:
         raise _relocated(exc, pos, 0) from None
 
