@@ -202,9 +202,14 @@ class Client:
         ApiVersions request, then read the answers, so the round trips overlap instead of
         adding up.  Brokers already connected, waiting out a reconnect delay, or not in the
         metadata are left alone; a broker that fails here is retried (and reported) on use."""
+        self._finish_nodes(self._start_nodes(node_ids))
+
+    def _start_nodes(self, node_ids: Iterable[int]) -> List[Tuple[int, BrokerConnection, Any]]:
+        """The first half of :meth:`_open_nodes`: connect and send ApiVersions; what
+        :meth:`_finish_nodes` takes."""
+        started: List[Tuple[int, BrokerConnection, Any]] = []
         if self._closed:
-            return
-        started = []
+            return started
         for node_id in node_ids:
             conn = self._conns.get(node_id)
             info = self.cluster.broker(node_id)
@@ -217,6 +222,11 @@ class Client:
                 started.append((node_id, conn, self._send_api_versions(conn)))
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 self._failed(node_id, conn, exc)
+        return started
+
+    def _finish_nodes(self, started: List[Tuple[int, BrokerConnection, Any]]) -> None:
+        """The second half of :meth:`_open_nodes`: read the ApiVersions answers (and
+        authenticate); connections that fail are closed, to be retried on use."""
         for node_id, conn, first in started:
             try:
                 self._negotiate(conn, first)

@@ -446,13 +446,16 @@ class Fetcher:
         connected = getattr(client, "_connected", None)
         new = [n for n in fetchable
                if n not in self._links and (connected is None or connected(n) is None)]
-        for node, tps in fetchable.items():   # leaders already connected first: their fetches
-            if node not in new:               # are out while the new ones connect
+        # New leaders are connected together: each is sent its ApiVersions request first,
+        # then the fetches of the leaders already connected go out, then the answers are read
+        # (a broker answers in arrival order: its small answer does not wait behind a fetch).
+        start = getattr(client, "_start_nodes", None)
+        started = start(new) if new and start is not None else []
+        for node, tps in fetchable.items():
+            if node not in new:
                 self._send_to(node, tps)
-        if len(new) > 1:   # new leaders: connect to them together
-            opener = getattr(client, "_open_nodes", None)
-            if opener is not None:
-                opener(new)
+        if started:
+            client._finish_nodes(started)
         for node in new:
             self._send_to(node, fetchable[node])
 
