@@ -133,3 +133,25 @@ def test_new_partitions_are_fsynced_off_the_callers_thread(tmp_path, monkeypatch
     pm.load()
     assert len(pm.topics["many"].partitions) == 25 and {pm.topics["many"].topic_id} == ids
     pm.close()
+
+
+def test_a_read_cut_by_its_limit_ends_with_a_whole_batch(tmp_path):
+    rng = random.Random(11)
+    pm = PartitionManager([str(tmp_path)], BrokerConfig())
+    pm.create_topic("t", 1, {})
+    part = pm.partition("t", 0)
+    sizes = []
+    for _ in range(20):
+        data = _batch(rng, rng.randrange(1, 8))
+        sizes.append(len(data))
+        pm.append("t", 0, data)
+    for tail in (True, False):      # the active segment's recorded positions, and the log view
+        for max_bytes in (1, sizes[0], sizes[0] + 1, sum(sizes[:3]) + 5, sum(sizes) - 1):
+            got = part.read(0, max_bytes) if tail else _through_view(part, 0, max_bytes,
+                                                                      False, True)
+            whole = 0
+            for n in sizes:          # the most whole batches within the limit, at least one
+                if whole + n > max_bytes and whole:
+                    break
+                whole += n
+            assert (got.records.offset, got.records.size) == (0, whole), (tail, max_bytes)
