@@ -404,3 +404,22 @@ def test_large_fetch_to_a_client_reading_late(tmp_path):
         assert bytes(r.responses[0].partitions[0].records) == log_bytes
     r = decode_response(ApiKey.PRODUCE, 9, frames[3]).message
     assert r.responses[0].partition_responses[0].base_offset == 8000
+
+
+def test_fetch_answers_keep_the_brokers_fetch_max_bytes(tmp_path):
+    """The broker's fetch.max.bytes caps a consumer's answer below its own max_bytes, as
+    Kafka's does (the first batch still goes whole); answers cut by a limit end with whole
+    batches."""
+    from kafkawire.records import iter_batches
+    with running_broker(str(tmp_path / "f"), config={"fetch.max.bytes": "3000"}) as b:
+        b.create_topic("capped", 1)
+        with socket.create_connection(b.address) as s:
+            for i in range(6):          # batches of ~1.1 KB
+                s.sendall(_produce_frame("capped", 0, i, [b"x" * 100 for _ in range(10)]))
+                _recv_frame(s, timeout=60)
+            for corr, max_bytes, want in ((10, 1 << 20, 2), (11, 500, 1)):
+                s.sendall(_fetch_frame("capped", 0, corr, 0, max_bytes=max_bytes))
+                r = decode_response(ApiKey.FETCH, 11, _recv_frame(s, timeout=60)).message
+                data = bytes(r.responses[0].partitions[0].records)
+                batches = list(iter_batches(data))
+                assert len(batches) == want and sum(bb.size for bb in batches) == len(data)

@@ -88,6 +88,7 @@ _BROKER_DEFAULTS: Dict[str, str] = {
     "log.cleaner.enable": "true",
     "log.cleaner.dedupe.buffer.size": str(128 << 20),
     "max.incremental.fetch.session.cache.slots": "1000",
+    "fetch.max.bytes": str(55 * 1024 * 1024),   # caps a consumer fetch's answer, as Kafka's
     "broker.rack": "",
 }
 

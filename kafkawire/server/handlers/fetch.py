@@ -103,7 +103,10 @@ def _gather(ctx: RequestContext, req: Any, version: int, wanted: List[Want]
     pm = ctx.broker.partitions
     P = FetchResponse.FetchableTopicResponse.PartitionData
     committed = version >= 4 and req.isolation_level == 1
-    budget = req.max_bytes if version >= 3 else 0x7FFFFFFF
+    # Kafka: a consumer's answer holds at most the smaller of its max_bytes and the broker's
+    # fetch.max.bytes (the first batch still goes whole)
+    budget = min(req.max_bytes if version >= 3 else 0x7FFFFFFF,
+                 ctx.broker.config.int("fetch.max.bytes"))
     regions: Dict[bytes, FileRegion] = {}
     total = 0
     error = False
