@@ -31,7 +31,8 @@ gets ahead of ``consume`` by more than ``queued.min.messages`` (100 000 records)
 librdkafka stops fetching those partitions for ``fetch.queue.backoff.ms`` (1 000 ms)
 even after the queue was drained, so the last records of a 150 000-record read wait
 for the backoff.  That pause is an artefact of reading a finite topic, so the
-ratios are given against the tuned run (the faster of the two), and against the
+ratios are given against the faster of the two runs by median (the tuned one, unless
+the defaults missed the pause in most rounds; the output names it), and against the
 defaults in brackets.
 """
 from __future__ import annotations
