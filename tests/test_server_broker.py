@@ -423,3 +423,44 @@ def test_fetch_answers_keep_the_brokers_fetch_max_bytes(tmp_path):
                 data = bytes(r.responses[0].partitions[0].records)
                 batches = list(iter_batches(data))
                 assert len(batches) == want and sum(bb.size for bb in batches) == len(data)
+
+
+def test_a_fetch_session_moves_answered_partitions_to_the_end(tmp_path):
+    """As in Kafka's incremental sessions, a partition in an answer goes to the end of the
+    session's order: with a byte budget that holds one batch, successive answers take
+    turns between partitions instead of draining the first one before the other."""
+    from kafkawire.protocol import FetchRequest
+    from kafkawire.records import iter_batches
+
+    def fetch(s, corr, session_id, epoch, offsets, max_bytes):
+        req = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=0,
+                           session_id=session_id, session_epoch=epoch,
+                           topics=[dict(topic="rot", partitions=[
+                               dict(partition=p, fetch_offset=o, partition_max_bytes=1 << 20)
+                               for p, o in offsets.items()])] if offsets else [],
+                           forgotten_topics_data=[], rack_id="")
+        s.sendall(encode_request(req, 12, corr, "rot"))
+        r = decode_response(ApiKey.FETCH, 12, _recv_frame(s, timeout=60)).message
+        got = {p.partition_index: list(iter_batches(bytes(p.records or b"")))
+               for t in r.responses for p in t.partitions}   # whole batches (a cut one: none)
+        return r.session_id, {p: n for p, n in got.items() if n}
+
+    with running_broker(str(tmp_path / "r")) as b:
+        b.create_topic("rot", 2)
+        with socket.create_connection(b.address) as s:
+            for i in range(6):          # three batches of ~1.1 KB in each partition
+                s.sendall(_produce_frame("rot", i % 2, i, [b"x" * 100 for _ in range(10)]))
+                _recv_frame(s, timeout=60)
+            _, got = fetch(s, 9, 0, -1, {0: 0}, 1 << 20)         # sessionless: a batch's size
+            size = got[0][0].size                                 # (all the same here)
+            sid, got = fetch(s, 10, 0, 0, {0: 0, 1: 0}, size)   # full: the order asked
+            assert sid and list(got) == [0]
+            served = [0]
+            pos = {0: 10, 1: 0}
+            for epoch in range(1, 5):
+                _, got = fetch(s, 10 + epoch, sid, epoch, {p: pos[p] for p in got}, size)
+                assert len(got) == 1
+                (p,) = got
+                served.append(p)
+                pos[p] += 10
+            assert served == [0, 0, 1, 0, 1]

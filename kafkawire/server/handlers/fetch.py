@@ -241,6 +241,11 @@ def _response(version: int, session: Optional[FetchSession], incremental: bool,
         if incremental:
             if not _changed(session, key, pr):
                 continue
+            # as Kafka's sessions do: a partition in this answer goes to the end of the
+            # session's order, so the next answers' byte budget reaches the others first
+            if session is not None:
+                k = (key, pr.partition_index)
+                session.partitions[k] = session.partitions.pop(k)
         elif session is not None:
             _changed(session, key, pr)               # remember what the full response says
         tr = topics.get(key)
