@@ -836,9 +836,8 @@ class _Joint:
         counts = [k for _, k in self.runs]
         parts = np.repeat(np.array([tp[1] for tp, _ in self.runs], dtype=np.int32), counts)
         part_col = pa.Array.from_buffers(pa.int32(), len(parts), [None, pa.py_buffer(parts)])
-        if any(tp[0] != topic for tp, _ in self.runs):
-            topic_col = pa.concat_arrays([pa.repeat(pa.scalar(tp[0], pa.string()), k)
-                                          for tp, k in self.runs])   # a run at a time, not a row
+        if any(tp[0] != topic for tp, _ in self.runs):   # a run at a time, not a row
+            topic_col = pa.concat_arrays([topic_column(tp[0], k) for tp, k in self.runs])
         else:
             topic_col = topic_column(topic, len(parts))
         return chunk.to_arrow(self.include_headers, last_use=True, where=(topic_col, part_col))

@@ -419,7 +419,7 @@ class Partition:
             if len(whole):
                 count = int(whole[-1, C.POSITION] + whole[-1, C.SIZE]) - pos
             else:
-                first = seg.headers(pos, end)[:1]
+                first = seg.scan(pos, end, max_count=1)[0]   # the first batch's header only
                 first_size = int(first[0, C.SIZE]) if len(first) else 0
                 count = max(max_bytes, first_size) if min_one else max_bytes
                 count = min(count, end - pos)
