@@ -1,5 +1,5 @@
 """Typed interface of the columnar kernels (``columnar.pyx``; twin: ``kafkawire/_pure/columnar.py``)."""
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 from typing_extensions import Buffer
@@ -14,6 +14,7 @@ class ColumnBuilder:
     @property
     def next_offset(self) -> Optional[int]: ...
     def take(self) -> Dict[str, Optional[np.ndarray]]: ...
+    def take_arrow(self, schema: Any, topic: Any, partition: Any) -> Any: ...
 
 def columnar_scan(builder: ColumnBuilder, buf: Buffer, pos: int, end: int, rec_index: int = 0,
                   rec_pos: int = 0) -> Tuple[int, int, int, int]: ...

@@ -14,6 +14,10 @@ from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t
 from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_SetContext
+from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_acquire_lock,
+                               PyThread_release_lock, WAIT_LOCK)
+from libc.stdlib cimport malloc, calloc
+from libc.stdint cimport uintptr_t
 cimport numpy as cnp
 from kafkawire._fast.wire cimport kw_be_i64 as be64, kw_be_i32 as be32, kw_be_i16 as be16, Cursor
 from kafkawire._fast.framing cimport (
@@ -37,6 +41,38 @@ cdef extern from *:
     #endif
     """
     void KW_PREFETCH(const void* p) noexcept nogil
+
+# Arrow's C data interface (ABI-stable; https://arrow.apache.org/docs/format/CDataInterface.html),
+# through which take_arrow hands column buffers to pyarrow without a Python object per column.
+cdef extern from *:
+    """
+    #ifndef ARROW_C_DATA_INTERFACE
+    #define ARROW_C_DATA_INTERFACE
+    struct ArrowArray {
+      int64_t length;
+      int64_t null_count;
+      int64_t offset;
+      int64_t n_buffers;
+      int64_t n_children;
+      const void** buffers;
+      struct ArrowArray** children;
+      struct ArrowArray* dictionary;
+      void (*release)(struct ArrowArray*);
+      void* private_data;
+    };
+    #endif
+    """
+    struct ArrowArray:
+        int64_t length
+        int64_t null_count
+        int64_t offset
+        int64_t n_buffers
+        int64_t n_children
+        const void** buffers
+        ArrowArray** children
+        ArrowArray* dictionary
+        void (*release)(ArrowArray*) noexcept nogil
+        void* private_data
 
 __all__ = ["ColumnBuilder", "columnar_scan", "columnar_payload_info", "columnar_payload"]
 
@@ -79,6 +115,12 @@ cdef enum:
 assert (ST_DONE, ST_PARTIAL, ST_FULL, ST_COMPRESSED, ST_PAST_END) == (
     _C.DONE, _C.PARTIAL, _C.FULL, _C.COMPRESSED, _C.PAST_END)
 assert len(_C.COLUMNS) == NCOLS
+
+# Per column, made once: its name, numpy dtype and whether it is a header column
+# (take() runs once a chunk, and parsing a dtype string each time showed in profiles).
+_NAMES = tuple(c[0] for c in _C.COLUMNS)
+_DTYPES = tuple(np.dtype(c[1]) for c in _C.COLUMNS)
+_IS_HEADER = tuple(c[2].startswith("hdr") for c in _C.COLUMNS)
 
 cdef int64_t I64_MIN = INT64_MIN
 cdef int64_t I64_MAX = INT64_MAX
@@ -135,29 +177,40 @@ for _k in range(NCOLS * CACHE_SLOTS):
     _cache_cap[_k] = 0
 
 
+# The cache is shared by every builder and filled from whatever thread drops the last
+# reference to a chunk (a numpy array, or an Arrow batch whose release callback runs
+# without the GIL), so a lock of its own guards it rather than the GIL.
+cdef PyThread_type_lock _cache_lock = PyThread_allocate_lock()
+if _cache_lock == NULL:
+    raise MemoryError("cannot allocate the column cache's lock")
+
+
+cdef void cache_put(int col, void* p, Py_ssize_t size) noexcept nogil:
+    """Keep a freed column block for reuse, or free it (too large, or smaller than both kept)."""
+    cdef int slot
+    cdef void* drop = p
+    if 0 <= col < NCOLS and size <= CACHE_MAX:
+        PyThread_acquire_lock(_cache_lock, WAIT_LOCK)
+        slot = col * CACHE_SLOTS
+        if _cache_cap[slot + 1] < _cache_cap[slot]:
+            slot += 1
+        if size > _cache_cap[slot]:
+            drop = _cache_p[slot]
+            _cache_p[slot] = <char*>p
+            _cache_cap[slot] = size
+        PyThread_release_lock(_cache_lock)
+    free(drop)
+
+
 cdef void _free_capsule(object cap) noexcept:
     cdef void* p = PyCapsule_GetPointer(cap, NULL)
     cdef size_t ctx = <size_t>PyCapsule_GetContext(cap)
-    cdef int col = ctx & 31
-    cdef Py_ssize_t size = ctx >> 5
-    cdef int slot
-    if col >= NCOLS or size > CACHE_MAX:
-        free(p)
-        return
-    slot = col * CACHE_SLOTS
-    if _cache_cap[slot + 1] < _cache_cap[slot]:
-        slot += 1
-    if size > _cache_cap[slot]:
-        free(_cache_p[slot])
-        _cache_p[slot] = <char*>p
-        _cache_cap[slot] = size
-    else:
-        free(p)
+    cache_put(<int>(ctx & 31), p, <Py_ssize_t>(ctx >> 5))
 
 
 cdef void adopt_cache(State* S) noexcept:
-    # Called with the GIL held (the cache is only touched under it).
     cdef int k, slot
+    PyThread_acquire_lock(_cache_lock, WAIT_LOCK)
     for k in range(NCOLS):
         slot = k * CACHE_SLOTS
         if _cache_cap[slot + 1] > _cache_cap[slot]:
@@ -170,6 +223,87 @@ cdef void adopt_cache(State* S) noexcept:
             S.cols[k].cap = _cache_cap[slot]
             _cache_p[slot] = NULL
             _cache_cap[slot] = 0
+    PyThread_release_lock(_cache_lock)
+
+
+# A batch handed to pyarrow by take_arrow: the structs of the C data interface and the
+# column blocks they point into, freed (back to the cache) by release_batch.
+cdef enum:
+    ARROW_OWN = 5       # key, value, offset, timestamp, timestampType: the builder's buffers
+    ARROW_KIDS = 7      # and topic, partition: Arrow arrays exported by pyarrow
+    ARROW_BLOCKS = 9    # the seven columns' blocks and two validity bitmaps
+
+ctypedef struct ArrowHolder:
+    ArrowArray parent
+    ArrowArray own[ARROW_OWN]
+    ArrowArray ext[2]
+    ArrowArray* kids[ARROW_KIDS]
+    const void* parent_bufs[1]
+    const void* bufs[ARROW_OWN][3]
+    void* block[ARROW_BLOCKS]
+    Py_ssize_t block_cap[ARROW_BLOCKS]
+    int block_col[ARROW_BLOCKS]      # the cache column a block goes back to; -1: free it
+
+# What a zero-length buffer points at (the interface wants no NULL data pointers).
+cdef int64_t _EMPTY[2]
+_EMPTY[0] = 0
+_EMPTY[1] = 0
+
+
+cdef void release_child(ArrowArray* a) noexcept nogil:
+    a.release = NULL        # its memory is the batch's, released with it
+
+
+cdef void release_batch(ArrowArray* a) noexcept nogil:
+    # Runs wherever pyarrow drops the batch's last buffer, with or without the GIL: it
+    # touches nothing of Python's (the cache has its own lock).
+    cdef ArrowHolder* h = <ArrowHolder*>a.private_data
+    cdef int i
+    for i in range(2):
+        if h.ext[i].release != NULL:
+            h.ext[i].release(&h.ext[i])
+    for i in range(ARROW_BLOCKS):
+        if h.block[i] != NULL:
+            cache_put(h.block_col[i], h.block[i], h.block_cap[i])
+    a.release = NULL
+    free(h)
+
+
+cdef int64_t pack_validity(const uint8_t* valid, int64_t n, uint8_t** out) noexcept nogil:
+    """The nulls among ``n`` byte flags; when there are any, ``out`` gets Arrow's bitmap of
+    them (malloc'd; NULL when out of memory, then -1 is returned)."""
+    cdef int64_t i, nulls = 0
+    cdef uint8_t* bits
+    out[0] = NULL
+    for i in range(n):
+        nulls += valid[i] == 0
+    if nulls == 0:
+        return 0
+    bits = <uint8_t*>calloc(<size_t>((n + 7) // 8), 1)
+    if bits == NULL:
+        return -1
+    for i in range(n):
+        if valid[i]:
+            bits[i >> 3] |= <uint8_t>(1 << (i & 7))
+    out[0] = bits
+    return nulls
+
+
+cdef inline const void* data_or_empty(Buf* b) noexcept nogil:
+    return <const void*>b.p if b.p != NULL else <const void*>_EMPTY
+
+
+cdef void arrow_leaf(ArrowArray* a, int64_t n, int64_t nulls, const void** bufs, int nbufs) noexcept nogil:
+    a.length = n
+    a.null_count = nulls
+    a.offset = 0
+    a.n_buffers = nbufs
+    a.buffers = bufs
+    a.n_children = 0
+    a.children = NULL
+    a.dictionary = NULL
+    a.release = release_child
+    a.private_data = NULL
 
 
 cdef int grow(Buf* b, Py_ssize_t extra) noexcept nogil:
@@ -785,13 +919,14 @@ cdef class ColumnBuilder:
         cdef cnp.npy_intp dims[1]
         cdef cnp.ndarray arr
         cdef char* q
+        cdef int headers = self.S.include_headers
         for k in range(NCOLS):
-            name, dtype, group = _C.COLUMNS[k]
-            if group.startswith("hdr") and not self.S.include_headers:
+            name = _NAMES[k]
+            if not headers and _IS_HEADER[k]:
                 out[name] = None
                 continue
             b = &self.S.cols[k]
-            dt = np.dtype(dtype)
+            dt = _DTYPES[k]
             if b.n == 0:
                 out[name] = np.empty(0, dtype=dt)
                 continue
@@ -810,6 +945,99 @@ cdef class ColumnBuilder:
             out[name] = arr
         self._reset()
         return out
+
+
+    def take_arrow(self, schema, topic, partition):
+        """Return this chunk's rows as one ``pyarrow.RecordBatch`` of ``schema`` and start an
+        empty chunk (like :meth:`take`).
+
+        ``schema`` is Spark's Kafka schema with topic and partition and without headers
+        (``kafkawire.records.columnar.arrow_schema(False, True)``); ``topic`` and
+        ``partition`` are those columns as Arrow arrays, one value per row.  The key, value,
+        offset, timestamp and timestampType columns are the builder's buffers, handed over
+        through Arrow's C data interface without a copy (timestamps become microseconds in
+        place).  A builder made with headers raises ValueError: use :meth:`take`.
+        """
+        if self.S.include_headers:
+            raise ValueError("take_arrow makes batches without headers; use take() for headers")
+        cdef int64_t n = self.S.n
+        if len(topic) != n or len(partition) != n:
+            raise ValueError(f"topic and partition columns need {n} rows, not "
+                             f"{len(topic)} and {len(partition)}")
+        import pyarrow as pa
+        cdef ArrowHolder* h = <ArrowHolder*>calloc(1, sizeof(ArrowHolder))
+        if h == NULL:
+            raise MemoryError("out of memory making an Arrow batch")
+        cdef int i, j
+        cdef uint8_t* kbits = NULL
+        cdef uint8_t* vbits = NULL
+        cdef int64_t knulls, vnulls
+        try:
+            topic._export_to_c(<uintptr_t>&h.ext[0])
+            partition._export_to_c(<uintptr_t>&h.ext[1])
+        except BaseException:
+            for i in range(2):
+                if h.ext[i].release != NULL:
+                    h.ext[i].release(&h.ext[i])
+            free(h)
+            raise
+        cdef Buf* c = self.S.cols
+        knulls = pack_validity(<const uint8_t*>c[C_KVALID].p, n, &kbits)
+        vnulls = pack_validity(<const uint8_t*>c[C_VVALID].p, n, &vbits)
+        if knulls < 0 or vnulls < 0:
+            free(kbits)
+            free(vbits)
+            for i in range(2):
+                h.ext[i].release(&h.ext[i])
+            free(h)
+            raise MemoryError("out of memory making an Arrow batch")
+        cdef int64_t* ts = <int64_t*>c[C_TS].p
+        for j in range(n):
+            ts[j] = ts[j] * 1000
+        h.bufs[0][0] = kbits
+        h.bufs[0][1] = data_or_empty(&c[C_KOFF])
+        h.bufs[0][2] = data_or_empty(&c[C_KDATA])
+        arrow_leaf(&h.own[0], n, knulls, h.bufs[0], 3)
+        h.bufs[1][0] = vbits
+        h.bufs[1][1] = data_or_empty(&c[C_VOFF])
+        h.bufs[1][2] = data_or_empty(&c[C_VDATA])
+        arrow_leaf(&h.own[1], n, vnulls, h.bufs[1], 3)
+        for i, k in enumerate((C_OFFSET, C_TS, C_TSTYPE)):
+            h.bufs[2 + i][0] = NULL
+            h.bufs[2 + i][1] = data_or_empty(&c[k])
+            arrow_leaf(&h.own[2 + i], n, 0, h.bufs[2 + i], 2)
+        h.kids[0] = &h.own[0]
+        h.kids[1] = &h.own[1]
+        h.kids[2] = &h.ext[0]
+        h.kids[3] = &h.ext[1]
+        h.kids[4] = &h.own[2]
+        h.kids[5] = &h.own[3]
+        h.kids[6] = &h.own[4]
+        h.parent_bufs[0] = NULL
+        h.parent.length = n
+        h.parent.null_count = 0
+        h.parent.offset = 0
+        h.parent.n_buffers = 1
+        h.parent.buffers = h.parent_bufs
+        h.parent.n_children = ARROW_KIDS
+        h.parent.children = h.kids
+        h.parent.dictionary = NULL
+        h.parent.release = release_batch
+        h.parent.private_data = h
+        for i, k in enumerate((C_KOFF, C_KDATA, C_VOFF, C_VDATA, C_OFFSET, C_TS, C_TSTYPE)):
+            h.block[i] = c[k].p
+            h.block_cap[i] = c[k].cap
+            h.block_col[i] = k
+            c[k].p = NULL
+            c[k].n = 0
+            c[k].cap = 0
+        h.block[7] = kbits
+        h.block_col[7] = -1
+        h.block[8] = vbits
+        h.block_col[8] = -1
+        self._reset()
+        # pyarrow owns the structs from here, and releases them even when the import fails
+        return pa.RecordBatch._import_from_c(<uintptr_t>&h.parent, schema)
 
 
 cdef raise_state(State* S, int r):

@@ -90,6 +90,35 @@ class ColumnBuilder:
         self._reset()
         return out
 
+    def take_arrow(self, schema: Any, topic: Any, partition: Any) -> Any:
+        """Return this chunk's rows as one ``pyarrow.RecordBatch`` of ``schema`` (Spark's Kafka
+        schema with topic and partition, no headers) and start an empty chunk; ``topic`` and
+        ``partition`` are those columns as Arrow arrays, one value per row."""
+        if self.include_headers:
+            raise ValueError("take_arrow makes batches without headers; use take() for headers")
+        if len(topic) != self.n or len(partition) != self.n:
+            raise ValueError(f"topic and partition columns need {self.n} rows, not "
+                             f"{len(topic)} and {len(partition)}")
+        import pyarrow as pa
+        cols = self.take()
+        n = len(cols["offset"])
+
+        def binary(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray) -> Any:
+            nulls = n - int(np.count_nonzero(valid))
+            bits = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+            return pa.Array.from_buffers(pa.binary(), n, [bits, pa.py_buffer(offsets),
+                                                          pa.py_buffer(data)], null_count=nulls)
+
+        def fixed(typ: Any, values: np.ndarray) -> Any:
+            return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(values)])
+        return pa.RecordBatch.from_arrays([
+            binary(cols["key_offsets"], cols["key_data"], cols["key_valid"]),
+            binary(cols["value_offsets"], cols["value_data"], cols["value_valid"]),
+            topic, partition,
+            fixed(pa.int64(), cols["offset"]),
+            fixed(pa.timestamp("us", tz="UTC"), cols["timestamp"] * 1000),
+            fixed(pa.int32(), cols["timestamp_type"])], schema=schema)
+
     # -- helpers used by the decode functions --
     def _run(self, pid: int, txn: int, base: int) -> None:
         c = self.cols

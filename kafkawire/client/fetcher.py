@@ -47,8 +47,9 @@ from kafkawire.protocol.error_codes import (FETCH_SESSION_ID_NOT_FOUND,
                                            make_error)
 from kafkawire import _columnar_common as _CC
 from kafkawire.records.iterate import iter_batches
-from kafkawire.records.columnar import (ColumnChunk, ColumnChunkIterator, topic_column,
-                                        decode_columns, scan_columns)
+from kafkawire.records.columnar import (ColumnChunk, ColumnChunkIterator, arrow_schema,
+                                        constant_columns, decode_columns, scan_columns,
+                                        topic_column)
 
 __all__ = ["ConsumerRecord", "PartitionState", "Fetcher", "CompletedFetch"]
 
@@ -829,18 +830,21 @@ class _Joint:
         """The rows added, as one ``pyarrow.RecordBatch`` with topic and partition columns."""
         import numpy as np
         import pyarrow as pa
-        chunk = ColumnChunk(self.builder.take())
         (topic, partition), _ = self.runs[0]
         if len(self.runs) == 1:
-            return chunk.to_arrow(self.include_headers, topic, partition, last_use=True)
-        counts = [k for _, k in self.runs]
-        parts = np.repeat(np.array([tp[1] for tp, _ in self.runs], dtype=np.int32), counts)
-        part_col = pa.Array.from_buffers(pa.int32(), len(parts), [None, pa.py_buffer(parts)])
-        if any(tp[0] != topic for tp, _ in self.runs):   # a run at a time, not a row
-            topic_col = pa.concat_arrays([topic_column(tp[0], k) for tp, k in self.runs])
+            topic_col, part_col = constant_columns(topic, partition, self.rows)
         else:
-            topic_col = topic_column(topic, len(parts))
-        return chunk.to_arrow(self.include_headers, last_use=True, where=(topic_col, part_col))
+            counts = [k for _, k in self.runs]
+            parts = np.repeat(np.array([tp[1] for tp, _ in self.runs], dtype=np.int32), counts)
+            part_col = pa.Array.from_buffers(pa.int32(), len(parts), [None, pa.py_buffer(parts)])
+            if any(tp[0] != topic for tp, _ in self.runs):   # a run at a time, not a row
+                topic_col = pa.concat_arrays([topic_column(tp[0], k) for tp, k in self.runs])
+            else:
+                topic_col = topic_column(topic, len(parts))
+        if not self.include_headers:
+            return self.builder.take_arrow(arrow_schema(False, True), topic_col, part_col)
+        chunk = ColumnChunk(self.builder.take())
+        return chunk.to_arrow(True, last_use=True, where=(topic_col, part_col))
 
 
 def _plain(batches: Sequence[Any]) -> bool:

@@ -290,19 +290,19 @@ class ColumnChunk:
         if include_headers and not self.has_headers:
             raise ValueError("this chunk was decoded without headers; decode with include_headers=True")
         n = len(self)
+        binary, int64, timestamp, int32 = _arrow_types(pa)
         arrays = [
-            _arrow_binary(pa, pa.binary(), n, self.key_offsets, self.key_data, self.key_valid),
-            _arrow_binary(pa, pa.binary(), n, self.value_offsets, self.value_data, self.value_valid),
+            _arrow_binary(pa, binary, n, self.key_offsets, self.key_data, self.key_valid),
+            _arrow_binary(pa, binary, n, self.value_offsets, self.value_data, self.value_valid),
         ]
         if where is not None:
             arrays.extend(where)
         elif topic is not None and partition is not None:
             arrays.extend(_constant_columns(pa, topic, partition, n))
-        arrays.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]))
+        arrays.append(pa.Array.from_buffers(int64, n, [None, pa.py_buffer(self.offset)]))
         micros = np.multiply(self.timestamp, 1000, out=self.timestamp if last_use else None)
-        arrays.append(pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n,
-                                            [None, pa.py_buffer(micros)]))
-        arrays.append(pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.timestamp_type)]))
+        arrays.append(pa.Array.from_buffers(timestamp, n, [None, pa.py_buffer(micros)]))
+        arrays.append(pa.Array.from_buffers(int32, n, [None, pa.py_buffer(self.timestamp_type)]))
         if include_headers:
             arrays.append(self._arrow_headers(pa))
         return pa.RecordBatch.from_arrays(
@@ -351,6 +351,15 @@ def arrow_schema(include_headers: bool = False, with_topic: bool = True) -> "Any
 
 
 _SCHEMAS: Dict[Tuple[bool, bool], Any] = {}
+_TYPES: List[Any] = []
+
+
+def _arrow_types(pa: Any) -> Tuple[Any, Any, Any, Any]:
+    """Arrow's binary, int64, timestamp[us, UTC] and int32 types, made once (every batch
+    needs them, and making the timestamp type parses its unit and zone)."""
+    if not _TYPES:
+        _TYPES[:] = [pa.binary(), pa.int64(), pa.timestamp("us", tz="UTC"), pa.int32()]
+    return _TYPES[0], _TYPES[1], _TYPES[2], _TYPES[3]
 
 
 def _validity(pa: Any, valid: Optional[np.ndarray], n: int) -> Tuple[Any, int]:
@@ -379,6 +388,12 @@ def _constant_columns(pa: Any, topic: str, partition: int, n: int) -> Tuple[Any,
         return pa.Array.from_buffers(pa.int32(), k,
                                      [None, pa.py_buffer(np.full(k, partition, dtype=np.int32))])
     return topic_column(topic, n), _constant(pa, (topic, partition), n, partitions)
+
+
+def constant_columns(topic: str, partition: int, n: int) -> Tuple[Any, Any]:
+    """Arrow topic and partition columns of ``n`` rows of one partition (slices of arrays kept
+    per topic and partition, as :func:`topic_column`)."""
+    return _constant_columns(require("pyarrow", "spark", "Arrow output"), topic, partition, n)
 
 
 def topic_column(topic: str, n: int) -> Any:
