@@ -93,7 +93,8 @@ class Dispatcher:
         self._handlers: Dict[int, Tuple[Handler, int, int]] = {}
         #: Synchronous handlers by API key (see :meth:`register_now`).
         self.now: Dict[int, NowHandler] = {}
-        self.register(ApiKey.API_VERSIONS, self._api_versions)
+        self._versions_body: Optional[ApiVersionsResponse] = None   # made once per registry
+        self.register_now(ApiKey.API_VERSIONS, self._api_versions)
 
     def register(self, api_key: int, handler: Handler,
                  versions: Optional[Tuple[int, int]] = None) -> None:
@@ -108,6 +109,7 @@ class Dispatcher:
             raise ValueError(f"no version of API {api_key} is both wanted and spoken")
         self._handlers[int(api_key)] = (handler, lo, hi)
         self.now.pop(int(api_key), None)
+        self._versions_body = None
 
     def register_now(self, api_key: int, handler: NowHandler,
                      versions: Optional[Tuple[int, int]] = None) -> None:
@@ -124,6 +126,7 @@ class Dispatcher:
     def unregister(self, api_key: int) -> None:
         self._handlers.pop(int(api_key), None)
         self.now.pop(int(api_key), None)
+        self._versions_body = None
 
     def versions(self, api_key: int) -> Optional[Tuple[int, int]]:
         """``(min, max)`` advertised for ``api_key``, or None when it has no handler."""
@@ -135,13 +138,19 @@ class Dispatcher:
         return None if h is None else h[0]
 
     def api_versions(self, error_code: int = 0) -> ApiVersionsResponse:
-        """The ApiVersions response body: every registered API, sorted by key."""
+        """The ApiVersions response body: every registered API, sorted by key (the error-free
+        one is made once per registry: every connection asks for it first)."""
+        if error_code == 0 and self._versions_body is not None:
+            return self._versions_body
         keys: List[ApiVersionsResponse.ApiVersion] = [
             ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (_, lo, hi) in sorted(self._handlers.items())]
-        return ApiVersionsResponse(error_code=error_code, api_keys=keys, throttle_time_ms=0)
+        body = ApiVersionsResponse(error_code=error_code, api_keys=keys, throttle_time_ms=0)
+        if error_code == 0:
+            self._versions_body = body
+        return body
 
-    async def _api_versions(self, ctx: RequestContext, request: Any, version: int) -> Message:
+    def _api_versions(self, ctx: RequestContext, request: Any, version: int) -> Message:
         if version >= 3:
             ctx.connection["client_software"] = (request.client_software_name,
                                                  request.client_software_version)

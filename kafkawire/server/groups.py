@@ -1056,7 +1056,7 @@ def register(broker: Any) -> None:
             return COORDINATOR_NOT_AVAILABLE, str(exc)
         return NONE, None
 
-    async def find_coordinator(ctx: Any, req: Any, version: int) -> Any:
+    def find_coordinator(ctx: Any, req: Any, version: int) -> Any:
         host, port = advertised_address(ctx)
         if version < 4:
             code, message = ensure(req.key_type if version >= 1 else GROUP_KEY)
@@ -1092,7 +1092,7 @@ def register(broker: Any) -> None:
             return await method(req, version)
         return handler
 
-    d.register(ApiKey.FIND_COORDINATOR, find_coordinator)
+    d.register_now(ApiKey.FIND_COORDINATOR, find_coordinator)   # answered at once
     d.register(ApiKey.JOIN_GROUP, join)
     d.register(ApiKey.SYNC_GROUP, plain(coord.sync_group))
     d.register(ApiKey.HEARTBEAT, plain(coord.heartbeat))

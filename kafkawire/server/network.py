@@ -160,6 +160,8 @@ class _Connection(asyncio.BufferedProtocol):
         #: The socket's descriptor (plaintext connections), for sends that skip the transport.
         self.fd = -1
         self.busy = False
+        #: The serving task has started (until then the read callback answers alone).
+        self.serving = False
         self.task: Optional[asyncio.Task[None]] = None
         self.state: Dict[str, Any] = {}
         self.peer = "?"
@@ -206,6 +208,16 @@ class _Connection(asyncio.BufferedProtocol):
         if server.stopping:
             transport.close()
             return
+        # Set before any request can be read: the read callback may answer the first ones.
+        listener = self.listener
+        if listener.sasl:
+            self.sasl = SaslConnection(listener, server.broker.security.users)
+        if listener.advertised is not None:
+            self.state["advertised"] = listener.advertised
+        elif not self.first:
+            host, port = server.bound[listener.name]
+            self.state["advertised"] = ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host,
+                                        port)
         server.connections.add(self)
         self.task = loop.create_task(server._serve(self))
 
@@ -265,8 +277,10 @@ class _Connection(asyncio.BufferedProtocol):
         self._start = start
         if queued:
             waiter = self._waiter
-            if waiter is not None and not waiter.done() and self.fd >= 0:
-                # The serving task is idle: answer what can be answered right here.
+            if self.fd >= 0 and not self.busy and (
+                    not self.serving or (waiter is not None and not waiter.done())):
+                # The serving task is idle (or has not started: a new connection's first
+                # request): answer what can be answered right here.
                 self.server._answer_now(self)
                 if not self.frames:
                     return
@@ -493,15 +507,7 @@ class NetworkServer:
 
     async def _serve(self, conn: _Connection) -> None:
         """Process ``conn``'s requests in order until it closes (or the broker stops)."""
-        listener = conn.listener
-        if listener.sasl:
-            conn.sasl = SaslConnection(listener, self.broker.security.users)
-        if listener.advertised is not None:
-            conn.state["advertised"] = listener.advertised
-        elif not conn.first:
-            host, port = self.bound[listener.name]
-            conn.state["advertised"] = ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host,
-                                        port)
+        conn.serving = True
         try:
             while not self.stopping:
                 if not await self._one_request(conn):

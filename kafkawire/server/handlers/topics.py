@@ -52,7 +52,8 @@ def _partitions(broker: "Broker", topic: Topic) -> List[MetadataResponse.Metadat
             for i in sorted(topic.partitions)]
 
 
-async def handle_metadata(ctx: RequestContext, req: Any, version: int) -> MetadataResponse:
+def handle_metadata(ctx: RequestContext, req: Any, version: int) -> MetadataResponse:
+    """Metadata, answered at once (a synchronous handler: every new connection asks)."""
     broker = ctx.broker
     pm = broker.partitions
     T = MetadataResponse.MetadataResponseTopic
@@ -194,7 +195,7 @@ async def handle_delete_topics(ctx: RequestContext, req: Any, version: int) -> D
 
 def register(broker: "Broker") -> None:
     d = broker.dispatcher
-    d.register(ApiKey.METADATA, handle_metadata)
+    d.register_now(ApiKey.METADATA, handle_metadata)
     d.register(ApiKey.CREATE_TOPICS, handle_create_topics)
     d.register(ApiKey.DELETE_TOPICS, handle_delete_topics)
 
