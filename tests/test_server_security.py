@@ -12,8 +12,9 @@ import pytest
 
 import kafkawire
 from kafkawire.client import AuthenticationError
-from kafkawire.protocol import (ApiVersionsRequest, MetadataRequest, SaslAuthenticateRequest,
-                                SaslHandshakeRequest, decode_response, encode_request)
+from kafkawire.protocol import (ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest,
+                                SaslAuthenticateRequest, SaslHandshakeRequest, decode_response,
+                                encode_request)
 from kafkawire.server.auth import ScramCredential, UserStore, scram_credential
 from kafkawire.server.broker import Broker
 from kafkawire.server.config import ConfigError
@@ -266,6 +267,15 @@ def test_requests_before_authentication_are_refused(secure_broker):
         assert raw.closed()
     finally:
         raw.close()
+
+    for first in (MetadataRequest(topics=None, allow_auto_topic_creation=False),
+                  FindCoordinatorRequest(key="g", key_type=0)):
+        raw = _Raw(bs)     # an API answered at once, as a new connection's very first request
+        try:
+            raw.send(first, 1)
+            assert raw.closed()
+        finally:
+            raw.close()
 
     raw = _Raw(bs)     # SaslAuthenticate before SaslHandshake
     try:
