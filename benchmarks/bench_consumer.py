@@ -19,7 +19,10 @@ median time counts.  The ratios printed are kafkawire's records per second over
 confluent-kafka's (see below for which of its two runs), with the range of each
 round's ratio against that run of the same round.  Modules are imported before
 the clock starts (``pyarrow`` too, which ``poll_arrow`` would otherwise import
-in its first timed run).  Run:
+in its first timed run).  The mock cluster runs in this process (its thread is
+``rdk:mock``); where Linux's ``/proc`` tells, the CPU time it spent serving each
+reader is printed too, to show whether a read waited for the mock or for its reader.
+Run:
 ``python benchmarks/bench_consumer.py [--records 150000] [--batch 10000] [--repeat 5]
 [--codec none]``.  The mock keeps about 5 MB per partition, so keep
 ``--records`` under about 150 000.
@@ -89,6 +92,22 @@ def fill(bootstrap: str, topic: str, n: int, codec: str) -> None:
                 c.produce(topic, recs, partition=p, compression=codec, acks=1)
 
 
+def mock_cpu() -> float:
+    """CPU seconds the mock cluster's thread (``rdk:mock``, in this process) has used so far;
+    0 where ``/proc`` does not say (the bench then prints no mock CPU)."""
+    total = 0
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() != "rdk:mock":
+                    continue
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return total / 1e9
+
+
 # confluent-kafka without the prefetch pause (see the module docstring)
 TUNED = {"queued.min.messages": 1_000_000, "fetch.queue.backoff.ms": 0}
 
@@ -153,13 +172,16 @@ def main() -> None:
     times: dict = {"confluent": [], "tuned": [], "kafkawire": [], "arrow": []}
     readers = {"confluent": read_confluent, "tuned": read_confluent_tuned,
                "kafkawire": read_kafkawire, "arrow": read_arrow}
+    served: dict = {name: [] for name in readers}   # the mock's CPU seconds per read
     load0 = os.getloadavg()[0]
     for _ in range(args.repeat):
         for name, fn in readers.items():
             # every read starts from a full collection, so none pays for the garbage an
             # earlier one left (confluent-kafka's message objects set the collector off)
             gc.collect()
+            cpu0 = mock_cpu()
             times[name].append(fn(bootstrap, topic, n, args.batch))
+            served[name].append(mock_cpu() - cpu0)
     # the median run of each reader: on a shared machine the best run flatters whoever got
     # the CPU at the right moment
     rate = {k: n / statistics.median(v) for k, v in times.items()}
@@ -187,9 +209,14 @@ def main() -> None:
     print(f"  ({load}; ratios against the faster confluent-kafka run: {labels[ref]})")
     for key in times:  # each round's time: which side varies
         print(f"  rounds {key:10s} " + " ".join(f"{t * 1000:6.0f}" for t in times[key]) + " ms")
+    if any(any(v) for v in served.values()):
+        print("  the mock's CPU per read (median): " + ", ".join(
+            f"{key} {statistics.median(v) * 1000:.1f} ms" for key, v in served.items()))
+        results.meta["mock CPU per read (ms)"] = {
+            labels[key]: round(statistics.median(v) * 1000, 1) for key, v in served.items()}
     for key in times:
         results.add(wl, labels[key], "consume", rate[key], "records/s (wall)")
-        if key in ("kafkawire", "arrow"):  # the same-round spread, and how busy the machine was
+        if key in ("kafkawire", "arrow"):  # the same-round spread
             rs = [c / t for t, c in zip(times[key], times[ref])]
             results.meta.setdefault("rounds", {})[labels[key]] = {
                 "ratio min/median": [round(min(rs), 2), round(statistics.median(rs), 2)]}
