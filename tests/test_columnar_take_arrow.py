@@ -146,3 +146,14 @@ def test_refuses_headers_and_wrong_lengths():
         b.take_arrow(SCHEMA, *constant_columns("t", 0, 4))
     assert len(b) == 5          # nothing was taken
     assert take(b).num_rows == 5
+
+
+def test_a_schema_that_does_not_fit_fails_and_leaves_the_builder_empty():
+    b = builder()
+    scan_columns(b, batch_bytes(5))
+    with pytest.raises((ValueError, TypeError, pa.ArrowException)):
+        b.take_arrow(arrow_schema(include_headers=True, with_topic=True),
+                     *constant_columns("t", 0, 5))
+    assert len(b) == 0
+    scan_columns(b, batch_bytes(3))
+    assert take(b).num_rows == 3

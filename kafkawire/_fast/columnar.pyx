@@ -946,7 +946,6 @@ cdef class ColumnBuilder:
         self._reset()
         return out
 
-
     def take_arrow(self, schema, topic, partition):
         """Return this chunk's rows as one ``pyarrow.RecordBatch`` of ``schema`` and start an
         empty chunk (like :meth:`take`).
@@ -993,7 +992,7 @@ cdef class ColumnBuilder:
             raise MemoryError("out of memory making an Arrow batch")
         cdef int64_t* ts = <int64_t*>c[C_TS].p
         for j in range(n):
-            ts[j] = ts[j] * 1000
+            ts[j] = <int64_t>(<uint64_t>ts[j] * 1000u)   # wraps as numpy's multiply does
         h.bufs[0][0] = kbits
         h.bufs[0][1] = data_or_empty(&c[C_KOFF])
         h.bufs[0][2] = data_or_empty(&c[C_KDATA])
@@ -1035,9 +1034,11 @@ cdef class ColumnBuilder:
         h.block_col[7] = -1
         h.block[8] = vbits
         h.block_col[8] = -1
-        self._reset()
-        # pyarrow owns the structs from here, and releases them even when the import fails
-        return pa.RecordBatch._import_from_c(<uintptr_t>&h.parent, schema)
+        try:
+            # pyarrow owns the structs from here, and releases them even when the import fails
+            return pa.RecordBatch._import_from_c(<uintptr_t>&h.parent, schema)
+        finally:
+            self._reset()
 
 
 cdef raise_state(State* S, int r):
