@@ -16,7 +16,7 @@ from libc.string cimport memcpy
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_SetContext
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_acquire_lock,
                                PyThread_release_lock, WAIT_LOCK)
-from libc.stdlib cimport malloc, calloc
+from libc.stdlib cimport calloc
 from libc.stdint cimport uintptr_t
 cimport numpy as cnp
 from kafkawire._fast.wire cimport kw_be_i64 as be64, kw_be_i32 as be32, kw_be_i16 as be16, Cursor

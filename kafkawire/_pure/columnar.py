@@ -99,25 +99,12 @@ class ColumnBuilder:
         if len(topic) != self.n or len(partition) != self.n:
             raise ValueError(f"topic and partition columns need {self.n} rows, not "
                              f"{len(topic)} and {len(partition)}")
-        import pyarrow as pa
-        cols = self.take()
-        n = len(cols["offset"])
-
-        def binary(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray) -> Any:
-            nulls = n - int(np.count_nonzero(valid))
-            bits = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-            return pa.Array.from_buffers(pa.binary(), n, [bits, pa.py_buffer(offsets),
-                                                          pa.py_buffer(data)], null_count=nulls)
-
-        def fixed(typ: Any, values: np.ndarray) -> Any:
-            return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(values)])
-        return pa.RecordBatch.from_arrays([
-            binary(cols["key_offsets"], cols["key_data"], cols["key_valid"]),
-            binary(cols["value_offsets"], cols["value_data"], cols["value_valid"]),
-            topic, partition,
-            fixed(pa.int64(), cols["offset"]),
-            fixed(pa.timestamp("us", tz="UTC"), cols["timestamp"] * 1000),
-            fixed(pa.int32(), cols["timestamp_type"])], schema=schema)
+        from kafkawire.records.columnar import ColumnChunk   # the front end's Arrow path
+        batch = ColumnChunk(self.take()).to_arrow(False, last_use=True,
+                                                  where=(topic, partition))
+        if not batch.schema.equals(schema):
+            raise ValueError(f"the batch's schema is {batch.schema}, not {schema}")
+        return batch
 
     # -- helpers used by the decode functions --
     def _run(self, pid: int, txn: int, base: int) -> None:

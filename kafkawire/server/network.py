@@ -160,8 +160,6 @@ class _Connection(asyncio.BufferedProtocol):
         #: The socket's descriptor (plaintext connections), for sends that skip the transport.
         self.fd = -1
         self.busy = False
-        #: The serving task has started (until then the read callback answers alone).
-        self.serving = False
         self.task: Optional[asyncio.Task[None]] = None
         self.state: Dict[str, Any] = {}
         self.peer = "?"
@@ -208,7 +206,7 @@ class _Connection(asyncio.BufferedProtocol):
         if server.stopping:
             transport.close()
             return
-        # Set before any request can be read: the read callback may answer the first ones.
+        # The connection's state, set once when it is accepted, before any request is read.
         listener = self.listener
         if listener.sasl:
             self.sasl = SaslConnection(listener, server.broker.security.users)
@@ -277,10 +275,8 @@ class _Connection(asyncio.BufferedProtocol):
         self._start = start
         if queued:
             waiter = self._waiter
-            if self.fd >= 0 and not self.busy and (
-                    not self.serving or (waiter is not None and not waiter.done())):
-                # The serving task is idle (or has not started: a new connection's first
-                # request): answer what can be answered right here.
+            if waiter is not None and not waiter.done() and self.fd >= 0:
+                # The serving task is idle: answer what can be answered right here.
                 self.server._answer_now(self)
                 if not self.frames:
                     return
@@ -507,7 +503,6 @@ class NetworkServer:
 
     async def _serve(self, conn: _Connection) -> None:
         """Process ``conn``'s requests in order until it closes (or the broker stops)."""
-        conn.serving = True
         try:
             while not self.stopping:
                 if not await self._one_request(conn):

@@ -124,6 +124,13 @@ def _locked(method: _F) -> _F:
     return cast(_F, run)
 
 
+def _first_batch_cut(first_size: int, max_bytes: int, min_one: bool, left: int) -> int:
+    """Bytes to send of a read whose first batch (``first_size`` bytes) alone is over
+    ``max_bytes``: that batch whole when ``min_one`` (Kafka's first-batch rule), else the
+    limit's bytes; never more than the ``left`` bytes there are."""
+    return min(max(max_bytes, first_size) if min_one else max_bytes, left)
+
+
 def validate_topic_name(name: str) -> None:
     """Kafka's topic name rules; TopicError(INVALID_TOPIC_EXCEPTION) otherwise."""
     if not name or name in (".", "..") or not _LEGAL_TOPIC.match(name):
@@ -420,9 +427,8 @@ class Partition:
                 count = int(whole[-1, C.POSITION] + whole[-1, C.SIZE]) - pos
             else:
                 first = seg.scan(pos, end, max_count=1)[0]   # the first batch's header only
-                first_size = int(first[0, C.SIZE]) if len(first) else 0
-                count = max(max_bytes, first_size) if min_one else max_bytes
-                count = min(count, end - pos)
+                count = _first_batch_cut(int(first[0, C.SIZE]) if len(first) else 0,
+                                         max_bytes, min_one, end - pos)
         if count <= 0:
             return ReadResult(None, hw, lso, start, aborted)
         region = FileRegion(self._file(seg.base_offset, seg.path), pos, count)
@@ -455,9 +461,9 @@ class Partition:
             if k > i:
                 count = positions[k] - pos
             else:
-                first_size = (positions[i + 1] if i + 1 < len(positions) else tail.end) - pos
-                count = max(max_bytes, first_size) if min_one else max_bytes
-                count = min(count, end - pos)
+                count = _first_batch_cut(
+                    (positions[i + 1] if i + 1 < len(positions) else tail.end) - pos,
+                    max_bytes, min_one, end - pos)
         if count <= 0:
             return empty
         region = FileRegion(self._file(tail.base, tail.path), pos, count)
