@@ -99,7 +99,7 @@ class ColumnBuilder:
         if len(topic) != self.n or len(partition) != self.n:
             raise ValueError(f"topic and partition columns need {self.n} rows, not "
                              f"{len(topic)} and {len(partition)}")
-        from kafkawire.records.columnar import ColumnChunk   # the front end's Arrow path
+        from kafkawire.records.columnar import ColumnChunk   # cycle: it imports the kernels
         batch = ColumnChunk(self.take()).to_arrow(False, last_use=True,
                                                   where=(topic, partition))
         if not batch.schema.equals(schema):
