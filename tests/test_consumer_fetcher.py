@@ -40,7 +40,7 @@ def _fetcher(leaders):
 def _fill(fetcher, tp):
     # stand-ins for buffered answers, one fetch answer each
     fetcher.completed[tp] = collections.deque(
-        [types.SimpleNamespace(pieces=[b""]) for _ in range(fetcher.max_buffered)])
+        [types.SimpleNamespace() for _ in range(fetcher.max_buffered)])
 
 
 def test_caught_up_partitions_wait_for_a_leader_whose_other_partition_is_buffered():
@@ -93,32 +93,6 @@ def _answer(base, n, compression="none", fetch_offset=None, read_committed=False
         b.append(b"v%d" % i, key=b"k%d" % i, timestamp=1_700_000_000_000 + i)
     return CompletedFetch(tp, base if fetch_offset is None else fetch_offset, b.build(), [],
                           read_committed)
-
-
-def test_a_partitions_next_answer_is_decoded_with_the_buffered_one():
-    pytest.importorskip("pyarrow")
-    first, second = _answer(0, 5, fetch_offset=2), _answer(5, 4)
-    assert first.can_absorb(second, 2)
-    first.absorb(second)
-    assert first.next_offset == 9 and not first.can_absorb(_answer(9, 1), 2)  # two at most
-    rb = first.take_columns(100, False)
-    assert rb.column("offset").to_pylist() == list(range(2, 9))
-    assert rb.column("value").to_pylist() == [b"v%d" % i for i in range(2, 9)]
-    assert set(rb.column("partition").to_pylist()) == {0} and first.exhausted
-    again = _answer(0, 5, fetch_offset=2)
-    again.absorb(_answer(5, 4))
-    assert [r.offset for r in again.take(3)] + [r.offset for r in again.take(10)] == \
-        list(range(2, 9))
-
-
-def test_answers_that_are_not_appended():
-    first = _answer(0, 5)
-    assert not first.can_absorb(_answer(6, 2), 2)                      # not contiguous
-    assert not first.can_absorb(_answer(5, 2, compression="gzip"), 2)  # compressed
-    assert not _answer(0, 5, read_committed=True).can_absorb(_answer(5, 2, read_committed=True),
-                                                             2)
-    first.take(1)
-    assert not first.can_absorb(_answer(5, 2), 2)                      # already handed out from
 
 
 @pytest.mark.parametrize("version", range(4, 18))

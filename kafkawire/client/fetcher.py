@@ -47,7 +47,7 @@ from kafkawire.protocol.error_codes import (FETCH_SESSION_ID_NOT_FOUND,
                                            make_error)
 from kafkawire import _columnar_common as _CC
 from kafkawire.records.iterate import iter_batches
-from kafkawire.records.columnar import (ColumnChunk, ColumnChunkIterator, arrow_schema,
+from kafkawire.records.columnar import (ColumnChunk, arrow_schema,
                                         constant_columns, decode_columns, scan_columns,
                                         topic_column)
 
@@ -102,17 +102,11 @@ class PartitionState:
 
 
 class CompletedFetch:
-    """One partition's answer, waiting to be handed out from ``fetch_offset``.
-
-    A later answer for the same partition may be appended to one nothing was
-    handed out from yet (:meth:`absorb`): its records follow on, and
-    ``take_columns`` decodes both into one Arrow batch instead of two that a
-    poll would copy into one.
-    """
+    """One partition's answer, waiting to be handed out from ``fetch_offset``."""
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "_batches", "_pending", "_done",
                  "next_offset", "_aborted_pids", "_epoch", "_read_committed", "_arrow",
-                 "batches", "pieces", "_started", "cursor")
+                 "batches", "_started", "cursor")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data, aborted, read_committed,
                  verify_crc: bool = False):
@@ -133,28 +127,12 @@ class CompletedFetch:
         self._aborted_pids: set = set()
         self._epoch = -1
         self._arrow: Optional[List[Any]] = None
-        self.pieces: List[Any] = [data]   # the answers' records, in offset order
         # how something was taken from it: None (nothing yet), "records" or "columns"; taken
         # the other way next, it starts again from fetch_offset (the partition's position)
         self._started: Optional[str] = None
-        # where a poll's joint columns stopped inside this answer: (piece, batch position,
-        # record index, record position); None when not taken in part that way
-        self.cursor: Optional[Tuple[int, int, int, int]] = None
-
-    def can_absorb(self, later: "CompletedFetch", max_pieces: int) -> bool:
-        """Whether ``later`` (the partition's next answer) may be appended to this one: nothing
-        was taken from this one, both are uncompressed v2 batches (so their keys and values fit
-        one Arrow batch) of read_uncommitted answers, and ``later`` starts where this one ends."""
-        return (not self._started and not self._read_committed and not later._read_committed
-                and later.fetch_offset == self.next_offset and len(self.pieces) < max_pieces
-                and bool(later.batches) and _plain(self.batches) and _plain(later.batches)
-                and sum(map(len, self.pieces)) + len(later.data) <= _MERGE_MAX_BYTES)
-
-    def absorb(self, later: "CompletedFetch") -> None:
-        """Append the records of the partition's next answer (see :meth:`can_absorb`)."""
-        self.pieces.append(later.data)
-        self.batches.extend(later.batches)
-        self.next_offset = later.next_offset
+        # where a poll's joint columns stopped inside this answer: (batch position, record
+        # index, record position); None when not taken in part that way
+        self.cursor: Optional[Tuple[int, int, int]] = None
 
     # ---- records as objects
     def _switch(self, mode: str) -> None:
@@ -227,16 +205,13 @@ class CompletedFetch:
         """The next up to ``max_records`` rows as a ColumnChunk-backed Arrow batch (or None)."""
         self._switch("columns")
         if self._arrow is None:
-            if len(self.pieces) > 1:
-                rb = self._pieces_arrow(include_headers)
-            else:
-                chunk = decode_columns(self.data, start_offset=self.fetch_offset,
-                                       include_headers=include_headers)
-                if self._read_committed and len(chunk):
-                    mask = self._committed_mask(chunk)
-                    if mask is not None:
-                        chunk = chunk.filter(mask)
-                rb = chunk.to_arrow(include_headers, self.tp[0], self.tp[1], last_use=True)
+            chunk = decode_columns(self.data, start_offset=self.fetch_offset,
+                                   include_headers=include_headers)
+            if self._read_committed and len(chunk):
+                mask = self._committed_mask(chunk)
+                if mask is not None:
+                    chunk = chunk.filter(mask)
+            rb = chunk.to_arrow(include_headers, self.tp[0], self.tp[1], last_use=True)
             self._arrow = [rb, 0]
         rb, at = self._arrow
         n = min(max_records, rb.num_rows - at)
@@ -244,26 +219,6 @@ class CompletedFetch:
         if at + n >= rb.num_rows:
             self._done = True
         return rb.slice(at, n) if (at or n < rb.num_rows) else rb
-
-    def _pieces_arrow(self, include_headers: bool):
-        """Every piece's records from ``fetch_offset`` on, decoded into one Arrow batch."""
-        # one builder for all pieces: the rows of one carry over into the next one's chunk
-        builder = K.ColumnBuilder(include_headers, (1 << 63) - 1, _CC.MAX_CHUNK_BYTES,
-                                  self.fetch_offset, None)
-        last = len(self.pieces) - 1
-        chunks = [c for i, piece in enumerate(self.pieces)
-                  for c in ColumnChunkIterator(piece, include_headers=include_headers,
-                                               builder=builder, last_chunk=i == last)]
-        topic, partition = self.tp
-        if len(chunks) == 1:
-            return chunks[0].to_arrow(include_headers, topic, partition, last_use=True)
-        import pyarrow as pa
-        if not chunks:
-            return ColumnChunk.empty(include_headers).to_arrow(
-                include_headers=include_headers, topic=topic, partition=partition)
-        batches = [c.to_arrow(include_headers, topic, partition, last_use=True)
-                   for c in chunks]   # not expected: can_absorb keeps pieces within one chunk
-        return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
     def _committed_mask(self, chunk):
         import numpy as np
@@ -383,10 +338,14 @@ class Fetcher:
         self.check_crcs = check_crcs
         # node -> (pending, connection, {partition: offset asked}, {topic id: name})
         self.in_flight: Dict[int, Tuple[Any, Any, Dict[TopicPartition, Any], Dict]] = {}
-        # answers waiting to be handed out, oldest first, at most ``max_buffered`` per partition
+        # answers waiting to be handed out, oldest first, at most ``max_buffered`` per partition:
+        # as Kafka's consumer, a partition is fetched again once its answer was handed out.
+        # Buffering a second answer ahead read no faster (poll_arrow() of 150k records from
+        # the mock cluster took 3-7% longer, the records path the same): more memory in use
+        # between the socket and the decoder.
         self.completed: "collections.OrderedDict[TopicPartition, Deque[CompletedFetch]]" = \
             collections.OrderedDict()
-        self.max_buffered = 2
+        self.max_buffered = 1
         self.errors: List[BaseException] = []
         self.needs_metadata = False
         self.needs_reset: List[TopicPartition] = []
@@ -399,9 +358,9 @@ class Fetcher:
 
     # --------------------------------------------------------------- sending
     def _buffered(self, tp: TopicPartition) -> int:
-        """How many answers for ``tp`` wait to be handed out (appended ones count each)."""
+        """How many answers for ``tp`` wait to be handed out."""
         queue = self.completed.get(tp)
-        return sum(len(cf.pieces) for cf in queue) if queue else 0
+        return len(queue) if queue else 0
 
     def fetchable(self) -> Dict[int, List[TopicPartition]]:
         """The partitions to fetch now, by leader.
@@ -609,11 +568,7 @@ class Fetcher:
                 cf = CompletedFetch(tp, asked, data, aborted, self.isolation_level == 1,
                                     self.check_crcs)
                 if cf.batches:
-                    queue = self.completed.setdefault(tp, collections.deque())
-                    if queue and queue[-1].can_absorb(cf, self.max_buffered):
-                        queue[-1].absorb(cf)
-                    else:
-                        queue.append(cf)
+                    self.completed.setdefault(tp, collections.deque()).append(cf)
                     st.fetch_offset = cf.next_offset
             return
         err = make_error(code, api="Fetch", topic=tp[0], partition=tp[1])
@@ -754,8 +709,6 @@ class Fetcher:
         return [rb] + [i for i in items if i is not joint]
 
 
-# Answers appended to one another (CompletedFetch.absorb) hold at most this many bytes together.
-_MERGE_MAX_BYTES = 64 << 20
 # The answers one poll decodes together (_Joint) hold at most this many bytes together, so their
 # keys and values stay far below Arrow's 2 GiB binary limit.
 _JOINT_MAX_BYTES = 1 << 30
@@ -795,7 +748,7 @@ class _Joint:
         if cf._started:
             return cf._started == "columns" and cf.cursor is not None
         return (batches[0].base_offset >= cf.fetch_offset
-                and self.wire_bytes + sum(map(len, cf.pieces)) <= _JOINT_MAX_BYTES)
+                and self.wire_bytes + len(cf.data) <= _JOINT_MAX_BYTES)
 
     def add(self, cf: CompletedFetch) -> int:
         """Decode ``cf`` (which :meth:`fits`) from where it stopped, until it ends or the poll's
@@ -803,21 +756,15 @@ class _Joint:
         b = self.builder
         self.touched = True
         before = len(b)
-        piece, pos, ri, rp = cf.cursor or (0, 0, 0, 0)
-        pieces = cf.pieces
-        while piece < len(pieces):
-            data = pieces[piece]
-            status, pos, ri, rp = scan_columns(b, data, pos, ri, rp)
-            if status == _CC.FULL:
-                break
-            if status == _CC.COMPRESSED:   # fits() takes uncompressed answers only
-                raise RuntimeError("a compressed batch reached the joint columns")
-            self.wire_bytes += len(data)
-            piece, pos, ri, rp = piece + 1, 0, 0, 0
+        pos, ri, rp = cf.cursor or (0, 0, 0)
+        status, pos, ri, rp = scan_columns(b, cf.data, pos, ri, rp)
+        if status == _CC.COMPRESSED:   # fits() takes uncompressed answers only
+            raise RuntimeError("a compressed batch reached the joint columns")
         cf._started = "columns"
-        if piece < len(pieces):
-            cf.cursor = (piece, pos, ri, rp)
+        if status == _CC.FULL:
+            cf.cursor = (pos, ri, rp)
         else:
+            self.wire_bytes += len(cf.data)
             cf.cursor = None
             cf._done = True
         rows = len(b) - before
