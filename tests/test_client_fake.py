@@ -69,6 +69,30 @@ def test_api_versions_step_down():
         fake.close()
 
 
+def test_api_versions_falls_back_to_v0_when_the_refusal_is_unreadable():
+    # librdkafka's mock cluster answers a too-new ApiVersions with a body that is not in
+    # the v0 layout: the next try is v0 (one round trip), not one version down at a time
+    fake = FakeCluster(1)
+    fake.versions[18] = (0, 2)
+    sent = []
+
+    def api_versions(node, req):
+        sent.append(req.api_version)
+        if req.api_version > 2:
+            body = struct.pack(">ih", req.correlation_id, 35) + bytes.fromhex("01001200000002")
+            return struct.pack(">i", len(body)) + body
+        return fake._api_versions(node, req)
+
+    fake.handlers[18] = api_versions
+    try:
+        with Client(fake.bootstrap) as c:
+            c.metadata()
+            assert c._any().api_versions_version == 0
+        assert sent == [max(P.ApiVersionsRequest.VERSIONS), 0]
+    finally:
+        fake.close()
+
+
 def test_produce_refreshes_metadata_on_not_leader(fake):
     fake.leaders[("t", 1)] = 0
     calls = []

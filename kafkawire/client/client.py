@@ -285,7 +285,9 @@ class Client:
         """ApiVersions: learn the broker's ranges; step down if it rejects our version.
 
         A broker that does not speak our ApiVersions version answers
-        UNSUPPORTED_VERSION in the v0 layout, listing the versions it does speak.
+        UNSUPPORTED_VERSION in the v0 layout, listing the versions it does speak; when that
+        list is missing or unreadable, the next try is v0, which every broker speaks (as
+        Kafka's own client does), not one version down at a round trip each.
         ``sent``: the request already sent (see :meth:`_send_api_versions`).
         """
         version, pending = sent if sent is not None else self._send_api_versions(conn)
@@ -297,17 +299,19 @@ class Client:
                 try:
                     theirs = {k.api_key: k.max_version
                               for k in A.decode_response(A.API_VERSIONS, 0, payload).api_keys}
-                except ProtocolError:  # some brokers mangle this answer; step down one
+                except ProtocolError:  # some brokers (librdkafka's mock) mangle this answer
                     theirs = {}
                 version, pending = self._send_api_versions(
-                    conn, min(theirs.get(A.API_VERSIONS, version - 1), version - 1))
+                    conn, max(min(theirs.get(A.API_VERSIONS, 0), version - 1), 0))
                 continue
             resp = A.decode_response(A.API_VERSIONS, version, payload)
             if resp.error_code:
                 raise make_error(resp.error_code, api="ApiVersions")
             conn.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             conn.api_versions_version = version
-            self._api_versions_start = version
+            # the client's next connections start at the highest version both speak
+            self._api_versions_start = min(conn.api_versions.get(A.API_VERSIONS, (0, version))[1],
+                                           A.max_version(A.API_VERSIONS))
             return
 
     def _node(self, node_id: int) -> BrokerConnection:
