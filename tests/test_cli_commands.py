@@ -95,6 +95,26 @@ def test_stats(capsys, logdir):
     assert code == 0 and "records: 800" in out and "offsets: 0..799" in out
 
 
+
+def test_stats_text_with_first_timestamp_but_no_max():
+    """A batch whose first timestamp is set but whose max timestamp is -1 (damaged or
+    hand-written) leaves no max: the text report says "-" for it instead of failing."""
+    from types import SimpleNamespace
+    from kafkawire.cli.commands import PartitionStats
+    st = PartitionStats("t-0", "/nowhere")
+    st.add_batch(SimpleNamespace(compression="none", magic=2, is_control=False,
+                                 is_transactional=False, base_offset=0, last_offset=0,
+                                 first_timestamp=1_700_000_000_000, max_timestamp=-1,
+                                 delete_horizon=None, size=80), 1, None)
+    assert st.min_timestamp == 1_700_000_000_000 and st.max_timestamp is None
+    assert "timestamps: 1700000000000..- (2023-11-14T22:13:20.000Z .. -)" in st.as_text()
+
+
+def test_find_needs_an_offset_or_a_timestamp(logdir):
+    from kafkawire.cli import commands
+    with pytest.raises(ValueError, match="offset or a timestamp"):
+        commands.find(str(logdir / "orders-0"))
+
 def test_find_offset_and_timestamp(capsys, logdir):
     folder = str(logdir / "orders-0")
     code, out, err = run_cli(capsys, "find", folder, "--offset", "345", "--print-data-log")

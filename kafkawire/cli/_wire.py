@@ -40,7 +40,8 @@ class Reader:
         return out
 
     def _unpack(self, fmt: str, n: int) -> int:
-        return struct.unpack(fmt, self._take(n))[0]
+        value: int = struct.unpack(fmt, self._take(n))[0]
+        return value
 
     def int8(self) -> int:
         return self._unpack(">b", 1)

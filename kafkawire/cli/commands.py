@@ -7,7 +7,7 @@ import struct
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import kafkawire
 from kafkawire.cli import jsonout, text
@@ -35,8 +35,8 @@ class PartitionStats:
     batches: int = 0
     records: int = 0
     bytes: int = 0
-    codecs: Counter = field(default_factory=Counter)
-    magics: Counter = field(default_factory=Counter)
+    codecs: Counter[str] = field(default_factory=Counter)
+    magics: Counter[int] = field(default_factory=Counter)
     first_offset: Optional[int] = None
     last_offset: Optional[int] = None
     min_timestamp: Optional[int] = None
@@ -47,7 +47,7 @@ class PartitionStats:
     transactional_batches: int = 0
     invalid_bytes: int = 0
     topic_id: Optional[str] = None
-    leader_epochs: List[Any] = field(default_factory=list)
+    leader_epochs: List[Tuple[int, int]] = field(default_factory=list)
     ignored_files: List[str] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
     #: codec -> [batches not decompressed, why]: its library is missing (not damage)
@@ -109,8 +109,9 @@ class PartitionStats:
         ratio = "-" if self.compression_ratio is None else f"{self.compression_ratio:.2f}"
         offsets = ("-" if self.first_offset is None
                    else f"{self.first_offset}..{self.last_offset}")
+        # a batch whose first timestamp is set but whose max is -1 leaves max_timestamp None
         times = ("-" if self.min_timestamp is None
-                 else f"{self.min_timestamp}..{self.max_timestamp} "
+                 else f"{self.min_timestamp}..{_or_dash(self.max_timestamp)} "
                       f"({_iso(self.min_timestamp)} .. {_iso(self.max_timestamp)})")
         lines = [f"{self.partition}  ({self.path})",
                  f"  segments: {self.segments}  batches: {self.batches}  records: {self.records}  "
@@ -136,7 +137,13 @@ class PartitionStats:
         return "\n".join(lines)
 
 
-def _iso(ms: int) -> str:
+def _or_dash(value: Optional[int]) -> str:
+    return "-" if value is None else str(value)
+
+
+def _iso(ms: Optional[int]) -> str:
+    if ms is None:
+        return "-"
     try:
         dt = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
     except (OverflowError, OSError, ValueError):
@@ -154,12 +161,13 @@ def uncompressed_size(batch: Any) -> Optional[int]:
     pos = 12 + 4 + 1 + 1 + (8 if batch.magic == 1 else 0)
     klen = struct.unpack_from(">i", raw, pos)[0]
     pos += 4 + max(klen, 0)
-    vlen = struct.unpack_from(">i", raw, pos)[0]
+    vlen: int = struct.unpack_from(">i", raw, pos)[0]
     pos += 4
+    size: int = batch.size
     if vlen < 0:
-        return batch.size
+        return size
     inner = decompress(batch.compression, raw[pos:pos + vlen], magic=batch.magic)
-    return batch.size - vlen + len(inner)
+    return size - vlen + len(inner)
 
 
 def partition_stats(target: PartitionTarget, bar: Optional[Progress] = None) -> PartitionStats:
@@ -259,7 +267,7 @@ def stats(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tru
 
 # ====================================================================== find
 
-def _open_log(path: str, partition: Optional[str]):
+def _open_log(path: str, partition: Optional[str]) -> kafkawire.Log:
     if partition is not None:
         path = os.path.join(path, partition)
         if not storage_for(path).isdir(path):
@@ -275,6 +283,9 @@ def _open_log(path: str, partition: Optional[str]):
 def find(path: str, *, offset: Optional[int] = None, timestamp: Optional[int] = None,
          partition: Optional[str] = None, print_data: bool = False,
          json_mode: bool = False) -> int:
+    """Print the batch and record at ``offset``, or the first record at or after ``timestamp``."""
+    if offset is None and timestamp is None:
+        raise ValueError("find needs an offset or a timestamp")
     out = Printer(sys.stdout, json_mode=json_mode)
     log = _open_log(path, partition)
     try:
@@ -286,6 +297,7 @@ def find(path: str, *, offset: Optional[int] = None, timestamp: Optional[int] = 
                 return 1
             target = found[0]
         else:
+            assert offset is not None  # checked on entry
             target = offset
         if target < log.start_offset:
             err(f"kafkawire find: offset {target} is below the log start offset "
@@ -352,7 +364,7 @@ def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tr
             report = VerifyReport()
             if t.logs is not None:
                 segments = [kafkawire.Segment.open(p) for p in t.logs]
-                closer = segments
+                closer: List[Union[kafkawire.Segment, kafkawire.Log]] = list(segments)
             else:
                 log = kafkawire.Log.open(t.path)
                 segments = list(log.segments)
@@ -374,7 +386,8 @@ def verify(paths: Sequence[str], *, json_mode: bool = False, progress: bool = Tr
                        else "ok" if report.complete else "no problems in what could be read"))
             out.text(head)
             for p in report.problems:
-                out.emit(lambda p=p: f"  {p}", lambda p=p: _problem_obj(t.name, p))
+                # emit calls these at once, so they see this iteration's p and t
+                out.emit(lambda: f"  {p}", lambda: _problem_obj(t.name, p))
             for codec, (n, why) in report.not_decoded.items():
                 out.text(f"  not checked: the records of {n} {codec} batches: {why}")
             out.emit(None, {"type": "summary", "partition": t.name, "path": t.path,

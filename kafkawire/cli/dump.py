@@ -371,7 +371,8 @@ class Dumper:
             records = batch.records()
         except CodecNotInstalledError as e:
             self._codec_missing(e)
-            return batch.last_offset  # the header's: offsets stay checked across the batch
+            header_last: int = batch.last_offset  # the header's: offsets stay checked across the batch
+            return header_last
         except KafkaWireError as e:
             err(f"kafkawire: {path}: cannot decode the records of the batch at position "
                 f"{batch.position}: {_describe(e)}")
@@ -405,7 +406,7 @@ class Dumper:
 
 
     def _format_compressed(self, batch: Any, last_offset: int,
-                           mode: Optional[int]) -> Optional[tuple]:
+                           mode: Optional[int]) -> Optional[Tuple[bytes, int, List[Tuple[int, int]]]]:
         """A compressed v2 batch's record lines by ``K.dump_records``: ``(out, last_offset,
         gaps)``, or None when the general path must take it (not such a batch, a CRC
         mismatch, damage, text needing Java's replacement rules)."""

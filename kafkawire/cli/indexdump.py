@@ -290,15 +290,15 @@ def dump_snapshot(path: str, out: Printer) -> int:
     except IndexCheckError as e:
         err(str(e))
         return 1
-    for e in entries:
-        first = e["currentTxnFirstOffset"]
+    for entry in entries:
+        first = entry["currentTxnFirstOffset"]
         txn = "OptionalLong.empty" if first < 0 else f"OptionalLong[{first}]"
-        text = (f"producerId: {e['producerId']} producerEpoch: {e['producerEpoch']} "
-                f"coordinatorEpoch: {e['coordinatorEpoch']} currentTxnFirstOffset: {txn} "
-                f"lastTimestamp: {e['timestamp']} firstSequence: {e['firstSequence']} "
-                f"lastSequence: {e['lastSequence']} lastOffset: {e['lastOffset']} "
-                f"offsetDelta: {e['offsetDelta']} timestamp: {e['timestamp']}")
-        obj = dict(e, type="producerSnapshotEntry")
+        text = (f"producerId: {entry['producerId']} producerEpoch: {entry['producerEpoch']} "
+                f"coordinatorEpoch: {entry['coordinatorEpoch']} currentTxnFirstOffset: {txn} "
+                f"lastTimestamp: {entry['timestamp']} firstSequence: {entry['firstSequence']} "
+                f"lastSequence: {entry['lastSequence']} lastOffset: {entry['lastOffset']} "
+                f"offsetDelta: {entry['offsetDelta']} timestamp: {entry['timestamp']}")
+        obj: Dict[str, Any] = dict(entry, type="producerSnapshotEntry")
         obj["currentTxnFirstOffset"] = None if first < 0 else first
         out.emit(text, obj)
     return 0

@@ -9,6 +9,8 @@ ends the string).  Valid UTF-8 takes the fast path of ``bytes.decode``.
 """
 from __future__ import annotations
 
+from typing import List
+
 REPL = "\ufffd"
 
 
@@ -35,7 +37,7 @@ def java_utf8(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    out = []
+    out: List[str] = []
     append = out.append
     sp, sl = 0, len(data)
     while sp < sl:

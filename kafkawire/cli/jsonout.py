@@ -60,7 +60,7 @@ def _str_json(s: str) -> str:
 def record_json_lines(batch: Any, records: Any) -> List[str]:
     """``record_obj`` of each record, already serialised (the hot loop of ``dump --json``)."""
     fallback = timestamp_type_name(batch)
-    out = []
+    out: List[str] = []
     append = out.append
     for rec in records:
         tst = getattr(rec, "timestamp_type", None) or fallback

@@ -251,7 +251,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as e:  # --help, --version, usage errors
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 2)
     try:
-        return args.func(args)
+        status: int = args.func(args)
+        return status
     except BrokenPipeError:
         # the reader went away (`kafkawire dump ... | head`): stop quietly, like a killed pipe
         try:

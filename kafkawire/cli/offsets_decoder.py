@@ -18,7 +18,7 @@ skipping.`` / ``Error at offset O, skipping. <reason>``.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from kafkawire.cli._wire import DecodeError, Reader, b64
 from kafkawire.protocol.coordinator_records import (CONSUMER_PROTOCOL_TYPE,
@@ -100,7 +100,7 @@ def _assignment(data: bytes) -> Dict[str, Any]:
             "userData": b64(r.nullable_bytes())}
 
 
-def _member(version: int):
+def _member(version: int) -> Callable[[Reader], Dict[str, Any]]:
     def read(r: Reader) -> Dict[str, Any]:
         m: Dict[str, Any] = {"memberId": r.string()}
         if version >= 3:

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, Optional, TextIO
 
-from kafkawire.cli.progress import clear_active
+from kafkawire.cli.progress import Progress, clear_active
 
 
 class Printer:
@@ -20,7 +20,7 @@ class Printer:
     def __init__(self, stream: Optional[TextIO] = None, json_mode: bool = False) -> None:
         self.stream = stream if stream is not None else sys.stdout
         self.json_mode = json_mode
-        self.progress = None  # a Progress to erase before writing
+        self.progress: Optional[Progress] = None  # a Progress to erase before writing
         self._raw: Any = False  # the stream's binary layer when it takes UTF-8 (found on first use)
 
     def _clear(self) -> None:

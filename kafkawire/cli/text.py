@@ -13,7 +13,7 @@ Batch line (v2)::
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from kafkawire.cli.javastr import java_utf8
 
@@ -34,7 +34,8 @@ def timestamp_type_name(batch: Any) -> str:
     """Kafka's TimestampType name; magic 0 has none."""
     if batch.magic == 0:
         return "NoTimestampType"
-    return batch.timestamp_type
+    name: str = batch.timestamp_type
+    return name
 
 
 def batch_max_timestamp(batch: Any) -> int:
@@ -135,7 +136,7 @@ def string_parser(key: Optional[bytes], value: Optional[bytes], offset: int
 
 def record_lines(batch: Any, records: Any, *, skip_metadata: bool = False,
                  print_contents: bool = False, parser: Optional[Parser] = None,
-                 legacy_crcs: Optional[list] = None) -> list:
+                 legacy_crcs: Optional[List[Tuple[int, bool]]] = None) -> List[str]:
     """The ``| offset: ...`` lines of a whole batch (the hot loop of ``dump --deep-iteration``).
 
     Same text as :func:`record_line`, with the per-batch parts computed once;
