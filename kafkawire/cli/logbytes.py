@@ -181,7 +181,8 @@ class LogPages:
             return got
         start = k * self.page
         view = memoryview(bytearray(min(self.page, self.size - start)))
-        self.storage._fill(self._open(), self.path, start, view)  # type: ignore[union-attr]
+        # pages are fetched only from object storage (a local file is mapped)
+        cast(ObjectStorage, self.storage)._fill(self._open(), self.path, start, view)
         self._pages[k] = view
         while len(self._pages) > self.PAGES:
             self._pages.popitem(last=False)

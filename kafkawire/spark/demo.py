@@ -16,14 +16,18 @@ import os
 import shutil
 import sys
 import time
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import kafkawire
 from kafkawire.spark.sample import build_sample
 from kafkawire.spark.session import make_session
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-def summarize(spark, logs: str, out: str, *, isolation: str = "read_uncommitted") -> List[dict]:
+
+def summarize(spark: SparkSession, logs: str, out: str, *,
+              isolation: str = "read_uncommitted") -> List[Dict[str, Any]]:
     """The pipeline itself: returns the summary rows and writes ``out/parquet``."""
     from pyspark.sql import functions as F
     df = (spark.read.format("kafkawire").option("includeHeaders", "true")
@@ -45,7 +49,7 @@ def summarize(spark, logs: str, out: str, *, isolation: str = "read_uncommitted"
     return rows
 
 
-def format_summary(rows: List[dict]) -> str:
+def format_summary(rows: List[Dict[str, Any]]) -> str:
     head = (f"{'topic-partition':<16} {'records':>8} {'bytes':>10} {'offsets':>15} "
             f"{'keys':>6} {'hdrs':>6}  time range (UTC)")
     lines = [head, "-" * len(head)]
@@ -59,7 +63,7 @@ def format_summary(rows: List[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kafkawire.spark.demo",
                                  description="Kafka log.dirs -> Spark -> summary + Parquet")
     ap.add_argument("--master", default="local[2]", help="local[N] (default local[2]) or spark://host:port")

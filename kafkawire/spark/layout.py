@@ -11,16 +11,19 @@ land on batch headers, is planned as unindexed: read whole by one task.
 from __future__ import annotations
 
 import glob
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 from kafkawire import _kernels as K
 from kafkawire.log import Log, Segment
 from kafkawire.log import files as F
-from kafkawire.log.storage import absolute, is_url, storage_for
+from kafkawire.log.storage import ObjectStorage, Storage, absolute, is_url, storage_for
 from kafkawire.log.storage import map_file as _map
 from kafkawire.spark.options import OptionError
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 _EMPTY = np.zeros(0, np.int64)
 
@@ -65,7 +68,7 @@ class SegmentInfo:
             return int(self.index_positions[j + 1])
         return self.size
 
-    def trust(self, positions) -> bool:
+    def trust(self, positions: Sequence[int]) -> bool:
         """Check that index ``positions`` land on batch headers; forget the index if not."""
         if len(self.index_positions) and not self.segment.positions_are_batches(positions):
             self.index_offsets = self.index_positions = _EMPTY
@@ -129,12 +132,12 @@ class PartitionInfo:
         self.log.close()
 
 
-def map_file(path: str):
+def map_file(path: str) -> Buffer:
     """A read-only mmap of ``path`` (or b"" for an empty file), from the log's storage."""
     return _map(path).data
 
 
-def scan_headers(buf, start: int, end: int = -1):
+def scan_headers(buf: Buffer, start: int, end: int = -1) -> Tuple[np.ndarray, int, int]:
     """Batch headers of ``buf[start:end]`` (no payload read): (rows, stop_position, status)."""
     return K.scan_batches(buf, start, end, -1, False)
 
@@ -147,12 +150,13 @@ def last_offset_in(seg: SegmentInfo, from_position: int = 0) -> Tuple[Optional[i
     return (nxt - 1 if end > 0 else None), end
 
 
-def positions_are_batches(log_path: str, positions, size: int) -> bool:
+def positions_are_batches(log_path: str, positions: Sequence[int], size: int) -> bool:
     """Each position must hold a plausible batch header (see ``Segment.positions_are_batches``)."""
     return Segment(F.segment_files(log_path), size=size).positions_are_batches(positions)
 
 
-def open_partition(path: str, topic: str, partition: int, storage=None) -> PartitionInfo:
+def open_partition(path: str, topic: str, partition: int,
+                   storage: Optional[Storage] = None) -> PartitionInfo:
     return PartitionInfo(topic, partition, Log.open(path, storage=storage))
 
 
@@ -165,7 +169,7 @@ def discover(paths: Sequence[str], storage_options: Optional[Dict[str, str]] = N
         if not glob.has_magic(raw):
             expanded = [raw]
         elif is_url(raw):
-            expanded = storage.glob(raw)
+            expanded = cast(ObjectStorage, storage).glob(raw)   # a URL's storage
         else:
             expanded = sorted(glob.glob(raw))
         if not expanded:

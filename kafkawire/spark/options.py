@@ -12,11 +12,16 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple, Union
 
 from kafkawire.errors import KafkaWireError, StorageError
 
 TopicPartition = Tuple[str, int]
+#: startingOffsets / endingOffsets: "earliest", "latest", or an offset per topic-partition
+#: (EARLIEST, LATEST or >= 0)
+OffsetSpec = Union[str, Dict[TopicPartition, int]]
+#: The ...Timestamp options: none, one timestamp for every partition, or one per topic-partition
+TimestampSpec = Union[None, int, Dict[TopicPartition, int]]
 
 EARLIEST = -2
 LATEST = -1
@@ -78,10 +83,10 @@ class ReadOptions:
     subscribe: Optional[List[str]] = None
     subscribe_pattern: Optional[str] = None
     assign: Optional[List[TopicPartition]] = None
-    starting: object = "earliest"          # "earliest" | "latest" | {tp: offset}
-    ending: object = "latest"
-    starting_ts: object = None             # None | int (all partitions) | {tp: ts}
-    ending_ts: object = None
+    starting: OffsetSpec = "earliest"
+    ending: OffsetSpec = "latest"
+    starting_ts: TimestampSpec = None
+    ending_ts: TimestampSpec = None
     starting_ts_strategy: str = "error"
     include_headers: bool = False
     min_partitions: Optional[int] = None
@@ -211,7 +216,7 @@ def parse_options(options: Mapping[str, str], *, streaming: Optional[bool] = Fal
 
 _NAMES = {"maxoffsetspertrigger": "maxOffsetsPerTrigger", "minoffsetspertrigger": "minOffsetsPerTrigger",
           "maxtriggerdelay": "maxTriggerDelay"}
-_logged: set = set()
+_logged: Set[Tuple[str, ...]] = set()
 
 
 def _log_ignored(keys: List[str]) -> None:
@@ -275,7 +280,7 @@ def _paths(opts: Dict[str, str]) -> List[str]:
     return out
 
 
-def _json(name: str, text: str):
+def _json(name: str, text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -286,7 +291,7 @@ def _parse_assign(text: str) -> List[TopicPartition]:
     data = _json("assign", text)
     if not isinstance(data, dict) or not data:
         raise OptionError('option assign must be a JSON object like {"topicA":[0,1],"topicB":[2]}')
-    out = []
+    out: List[TopicPartition] = []
     for topic, parts in data.items():
         if not isinstance(parts, list) or not all(isinstance(p, int) and p >= 0 for p in parts):
             raise OptionError(f"option assign: partitions of {topic!r} must be a list of ints >= 0")
@@ -311,7 +316,7 @@ def _per_partition(name: str, text: str) -> Dict[TopicPartition, int]:
     return out
 
 
-def _parse_offsets(name: str, text: str):
+def _parse_offsets(name: str, text: str) -> OffsetSpec:
     word = text.strip().lower()
     if word in ("earliest", "latest"):
         return word
@@ -326,7 +331,7 @@ def _parse_offsets(name: str, text: str):
     return offsets
 
 
-def _parse_ts(opts: Dict[str, str], single: str, per: str):
+def _parse_ts(opts: Dict[str, str], single: str, per: str) -> TimestampSpec:
     if single in opts:
         try:
             ts = int(opts[single].strip())

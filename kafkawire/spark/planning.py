@@ -18,7 +18,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -31,7 +31,7 @@ try:
     from pyspark.sql.datasource import InputPartition
 except ImportError:  # planning is usable (and tested) without pyspark
     class InputPartition:  # type: ignore[no-redef]
-        def __init__(self, value=None) -> None:
+        def __init__(self, value: Any = None) -> None:
             self.value = value
 
 

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Set, Tuple
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import Filter
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
@@ -51,7 +54,7 @@ class Bounds:
                 and (self.partitions is None or partition in self.partitions))
 
 
-def _micros(value) -> Optional[int]:
+def _micros(value: object) -> Optional[int]:
     """A pushed timestamp literal as epoch microseconds."""
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
@@ -71,15 +74,16 @@ def _ceil_ms(us: int) -> int:
     return -((-us) // 1000)
 
 
-def push(filters: Iterable, bounds: Bounds) -> List:
+def push(filters: Iterable[Filter], bounds: Bounds) -> List[Filter]:
     """Fold the filters this source understands into ``bounds``; return the others."""
     # pyspark only when filters are pushed: this module (Bounds) is used without it
     from pyspark.sql.datasource import (EqualTo, GreaterThan, GreaterThanOrEqual, In,
                                         LessThan, LessThanOrEqual)
-    rest = []
+    rest: List[Filter] = []
     for f in filters:
         attr = getattr(f, "attribute", None)
         col = attr[0] if isinstance(attr, tuple) and len(attr) == 1 else None
+        value = getattr(f, "value", None)
         ok = False
         if col == "topic" and isinstance(f, (EqualTo, In)):
             vals = {f.value} if isinstance(f, EqualTo) else set(f.value)
@@ -91,8 +95,8 @@ def push(filters: Iterable, bounds: Bounds) -> List:
             if all(isinstance(v, int) for v in vals):
                 bounds.partitions = vals if bounds.partitions is None else bounds.partitions & vals
                 ok = True
-        elif col == "offset" and isinstance(f.value if hasattr(f, "value") else None, int):
-            v = f.value
+        elif col == "offset" and isinstance(value, int):
+            v = value
             ok = True
             if isinstance(f, EqualTo):
                 bounds.at_least("offset_lo", v)

@@ -14,7 +14,7 @@ import queue
 import threading
 import warnings
 from dataclasses import dataclass, replace
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Generator, Iterator, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from kafkawire._deps import require
 from kafkawire import _scan_common as SC
 from kafkawire.errors import CorruptRecordError, LogError
 from kafkawire.log.segment import Segment
-from kafkawire.log.storage import storage_for
+from kafkawire.log.storage import ObjectStorage, Storage, storage_for
 from kafkawire.records.columnar import ColumnChunk, ColumnChunkIterator, iter_column_chunks
 from kafkawire.spark import layout
 from kafkawire.spark.options import ReadOptions
@@ -35,6 +35,17 @@ try:
     from pyspark.sql.datasource import DataSourceReader
 except ImportError:  # the task side is testable with plain pyarrow
     DataSourceReader = object  # type: ignore[misc,assignment]
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    from pyspark.sql.datasource import Filter, InputPartition
+
+#: A ``pyarrow.RecordBatch`` (pyarrow ships no type information).
+ArrowBatch = Any
+#: ``(buffer, start, end, base_position)`` pieces of a slice; the caller sends back where
+#: decoding stopped (None: stop).
+Pieces = Generator[Tuple["Buffer", int, int, int], Optional[int], None]
 
 log = logging.getLogger("kafkawire.spark.reader")
 
@@ -71,7 +82,7 @@ def _trace(s: Slice) -> None:
             f.write(f"{s.path} {s.start_pos} {s.end_pos}\n")
 
 
-def _mapped_pieces(storage, s: Slice, st: ReadSettings) -> Iterator[Tuple[object, int, int, int]]:
+def _mapped_pieces(storage: Storage, s: Slice, st: ReadSettings) -> Pieces:
     """The slice as one piece of the memory-mapped file: ``(buffer, start, end, base_position)``."""
     yield storage.map(s.path).data, s.start_pos, s.end_pos, 0
 
@@ -93,7 +104,7 @@ def _buffers() -> List[bytearray]:
     return bufs
 
 
-def _ranged_pieces(storage, s: Slice, st: ReadSettings) -> Iterator[Tuple[object, int, int, int]]:
+def _ranged_pieces(storage: ObjectStorage, s: Slice, st: ReadSettings) -> Pieces:
     """The slice in pieces of whole batches from sequential ranged reads (object stores).
 
     Each piece is ``(buffer, start, end, base_position)``; the caller decodes
@@ -133,7 +144,7 @@ def _ranged_pieces(storage, s: Slice, st: ReadSettings) -> Iterator[Tuple[object
         bpos += len(block)
     if carry:
         yield carry, 0, len(carry), cpos    # a batch cut by the slice's end: ends cleanly
-def read_slice(s: Slice, st: ReadSettings) -> Iterator:
+def read_slice(s: Slice, st: ReadSettings) -> Iterator[ArrowBatch]:
     """Arrow record batches of one slice (in the declared schema), before coalescing.
 
     With ``skipCorruptData`` a damaged batch and what follows it up to the next
@@ -164,7 +175,7 @@ class Damage:
     reason: str
 
 
-def _first_damage(buf, start: int, end: int, base: int, s: Slice) -> Optional[Damage]:
+def _first_damage(buf: Buffer, start: int, end: int, base: int, s: Slice) -> Optional[Damage]:
     """The first batch of ``buf[start:end]`` whose header or CRC is invalid, if any.
 
     A batch cut by ``end`` is damage only when ``end`` is the slice's end: a
@@ -180,10 +191,13 @@ _REASONS = {SC.PARTIAL: "its length runs past the end of the batches", SC.CORRUP
             SC.BAD_MAGIC: "unknown magic byte", SC.CRC_MISMATCH: "CRC mismatch"}
 
 
-def _read_span(storage, s: Slice, st: ReadSettings):
+def _read_span(storage: Storage, s: Slice,
+               st: ReadSettings) -> Generator[ArrowBatch, None, Optional[Damage]]:
     """Decode the slice; with ``skipCorruptData`` stop before the first damaged batch and return
     it (None: the slice was read to its end)."""
-    pieces = (_ranged_pieces if storage.ranged else _mapped_pieces)(storage, s, st)
+    pieces = (_ranged_pieces(cast(ObjectStorage, storage), s, st) if storage.ranged
+              else _mapped_pieces(storage, s, st))
+    piece: Optional[Tuple[Buffer, int, int, int]]
     try:
         piece = next(pieces)
     except FileNotFoundError:
@@ -246,7 +260,8 @@ def _read_span(storage, s: Slice, st: ReadSettings):
                 resume = None
             else:
                 resume = base + end
-            piece = it = None
+            piece = None
+            del it      # this piece's decoder lets go of its block before the next read
             if resume is not None:
                 try:
                     piece = pieces.send(resume)
@@ -278,7 +293,7 @@ def _whole_batches(chunks: Iterator[ColumnChunk]) -> Iterator[ColumnChunk]:
     yield from held     # the decoder reached the end of the piece
 
 
-def _batch_holding(buf, start: int, end: int, base: int, position: Optional[int]) -> int:
+def _batch_holding(buf: Buffer, start: int, end: int, base: int, position: Optional[int]) -> int:
     """File position of the batch of ``buf[start:end]`` holding file position ``position``."""
     rows, _stop, _status = K.scan_batches(buf, start, end, -1, False)
     at = base + start
@@ -290,7 +305,7 @@ def _batch_holding(buf, start: int, end: int, base: int, position: Optional[int]
     return at
 
 
-def resume_after(storage, s: Slice, damage: Damage) -> Optional[int]:
+def resume_after(storage: Storage, s: Slice, damage: Damage) -> Optional[int]:
     """Where reading resumes after damage at ``damage.position``: the first entry of the segment's
     offset index past it whose batch has a valid header and CRC (None: the rest of the segment
     is skipped).  A scan from the segment's start and a task starting anywhere else reach the
@@ -319,9 +334,10 @@ def resume_after(storage, s: Slice, damage: Damage) -> Optional[int]:
     return found
 
 
-def _valid_batch_at(storage, seg: Segment, pos: int, end: int) -> Optional[int]:
+def _valid_batch_at(storage: Storage, seg: Segment, pos: int, end: int) -> Optional[int]:
     """The base offset of the batch at ``pos`` if its header is sane, it ends by ``end`` and its
     CRC matches; else None."""
+    buf: Buffer
     if storage.ranged:
         head = storage.read_range(seg.path, pos, SC.LOG_OVERHEAD)
         if len(head) < SC.LOG_OVERHEAD:
@@ -338,8 +354,8 @@ def _valid_batch_at(storage, seg: Segment, pos: int, end: int) -> Optional[int]:
     return int(rows[0, SC.BASE_OFFSET])
 
 
-def _decode(it, s: Slice, st: ReadSettings, txn: List[Optional[TxnMarkers]],
-            done: Optional[List[int]] = None) -> Iterator:
+def _decode(it: Iterator[ColumnChunk], s: Slice, st: ReadSettings, txn: List[Optional[TxnMarkers]],
+            done: Optional[List[int]] = None) -> Iterator[ArrowBatch]:
     """Arrow batches of the non-empty chunks, read_committed and time bounds applied; ``done``
     follows where the decoded chunks end (file position, next offset)."""
     committed = st.isolation == "read_committed"
@@ -357,9 +373,10 @@ def _decode(it, s: Slice, st: ReadSettings, txn: List[Optional[TxnMarkers]],
             if off.min() < s.start_offset or off.max() >= s.end_offset:
                 mask = (off >= s.start_offset) & (off < s.end_offset)
         if committed and len(chunk) and chunk.is_transactional.any():
-            if txn[0] is None:
-                txn[0] = TxnMarkers.for_slice(s, storage=storage_for(s.path, st.storage_options))
-            keep = ~aborted_mask(chunk, txn[0])
+            markers = txn[0]
+            if markers is None:
+                markers = txn[0] = TxnMarkers.for_slice(s, storage=storage_for(s.path, st.storage_options))
+            keep = ~aborted_mask(chunk, markers)
             mask = keep if mask is None else (mask & keep)
         if st.ts_lo is not None or st.ts_hi is not None:
             ts = chunk.timestamp
@@ -376,7 +393,7 @@ def _decode(it, s: Slice, st: ReadSettings, txn: List[Optional[TxnMarkers]],
                                  partition=s.partition)
 
 
-def _check_crcs(buf, start: int, end: int, base: int, s: Slice) -> None:
+def _check_crcs(buf: Buffer, start: int, end: int, base: int, s: Slice) -> None:
     """CRC of every batch in ``buf[start:end]``, by the header-scan kernel (no decompression)."""
     _rows, stop, status = K.scan_batches(buf, start, end, -1, True)
     if status == SC.CRC_MISMATCH:
@@ -398,7 +415,7 @@ def _warn_if_pure() -> None:
                       "the workers, or set KAFKAWIRE_BACKEND=fast to make this an error")
 
 
-def read_task(task: Task, st: ReadSettings) -> Iterator:
+def read_task(task: Task, st: ReadSettings) -> Iterator[ArrowBatch]:
     """Every slice of a task, small batches coalesced to at least ``MIN_BATCH_ROWS`` rows.
 
     The slices are decoded on a thread, up to ``READ_AHEAD`` batches ahead of the
@@ -414,17 +431,17 @@ def read_task(task: Task, st: ReadSettings) -> Iterator:
 READ_AHEAD = 2
 
 
-def _read_ahead(batches: Iterator, depth: int) -> Iterator:
+def _read_ahead(batches: Generator[ArrowBatch, None, None], depth: int) -> Iterator[ArrowBatch]:
     """Run the generator ``batches`` on a thread, at most ``depth`` items ahead of the caller.
 
     Items come out in order; an exception raised by ``batches`` is raised here, after the
     items before it.  Closing this generator (Spark stops reading: a limit, a failed task)
     stops the thread at its next item and closes ``batches`` there.
     """
-    q: "queue.Queue" = queue.Queue(depth)
+    q: "queue.Queue[Tuple[object, Any]]" = queue.Queue(depth)
     stop = threading.Event()
 
-    def put(item) -> bool:
+    def put(item: Tuple[object, Any]) -> bool:
         while not stop.is_set():
             try:
                 q.put(item, timeout=0.2)
@@ -462,11 +479,11 @@ def _read_ahead(batches: Iterator, depth: int) -> Iterator:
 _ITEM, _END, _ERROR = object(), object(), object()
 
 
-def _task_batches(task: Task, st: ReadSettings) -> Iterator:
+def _task_batches(task: Task, st: ReadSettings) -> Generator[ArrowBatch, None, None]:
     """The batches of :func:`read_task`, decoded in the calling thread."""
     # only tasks need it; planning (on the driver) imports this module too
     pa = require("pyarrow", "spark", "The Spark data source")
-    pending: List = []
+    pending: List[ArrowBatch] = []
     rows = 0
     for s in task.slices:
         for batch in read_slice(s, st):
@@ -511,7 +528,7 @@ class KafkaWireReader(DataSourceReader):
     def partitions(self) -> Sequence[Task]:
         return self.plan()
 
-    def read(self, partition: Task) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator[ArrowBatch]:
         if not isinstance(partition, Task):   # Spark's stand-in when partitions() is empty
             return iter(())
         return read_task(partition, ReadSettings.from_options(self.ro, self.bounds))
@@ -526,7 +543,7 @@ class KafkaWirePushdownReader(KafkaWireReader):
     so pushdown is opt-in (see :mod:`kafkawire.spark.pushdown`).
     """
 
-    def pushFilters(self, filters):  # noqa: N802 (Spark's name)
+    def pushFilters(self, filters: List[Filter]) -> List[Filter]:  # noqa: N802 (Spark's name)
         self.bounds = Bounds()
         return push(filters, self.bounds)
 

@@ -1,10 +1,15 @@
 """Register the ``kafkawire`` format with a SparkSession."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kafkawire._deps import require
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-def register(spark) -> None:
+
+def register(spark: SparkSession) -> None:
     """Make ``spark.read.format("kafkawire")`` and ``spark.readStream.format("kafkawire")`` work.
 
     Needed only where PySpark's automatic lookup of the top-level

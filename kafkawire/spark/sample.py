@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import random
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from kafkawire.compression import CODECS
 from kafkawire.log import LogWriter
@@ -28,7 +28,7 @@ from kafkawire.records import BatchBuilder
 BASE_TS = 1_700_000_000_000
 
 
-def _codecs():
+def _codecs() -> List[str]:
     out = ["none", "gzip", "snappy", "lz4"]
     try:
         import zstandard  # noqa: F401
@@ -72,13 +72,12 @@ def build_sample(out_dir: str, scale: int = 20_000, *, segment_bytes: int = 1 <<
 
     for p in range(2):
         name, n, ts = f"clicks-{p}", 0, BASE_TS + 1000 + p
-        kwargs = {"timestamp_type": "LogAppendTime"} if p == 1 else {}
         with writer(name) as w:
             for b in range(scale // 250):
                 ts += 250
-                if p == 1:
-                    kwargs["log_append_time"] = ts
-                bb = BatchBuilder(2, ("lz4", codecs[-1])[b % 2], base_offset=w.next_offset, **kwargs)
+                bb = BatchBuilder(2, ("lz4", codecs[-1])[b % 2], base_offset=w.next_offset,
+                                  timestamp_type="LogAppendTime" if p == 1 else "CreateTime",
+                                  log_append_time=ts if p == 1 else None)
                 for i in range(250):
                     bb.append(b"/page/%d?ref=%d" % (rng.randrange(200), rng.randrange(9)), timestamp=ts + i)
                     n += 1
@@ -136,7 +135,7 @@ def build_sample(out_dir: str, scale: int = 20_000, *, segment_bytes: int = 1 <<
     return counts
 
 
-def main(argv: Optional[list] = None) -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     import argparse
     ap = argparse.ArgumentParser(description="write kafkawire's sample log.dirs folder")
     ap.add_argument("out")

@@ -7,6 +7,8 @@ partitions and timestamp types, the declared column order, every field nullable.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafkawire._deps import require
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
@@ -21,8 +23,9 @@ def spark_ddl(include_headers: bool) -> str:
     return f"{_BASE_DDL}, {_HEADERS_DDL}" if include_headers else _BASE_DDL
 
 
-def arrow_schema(include_headers: bool):
-    """The same schema as a ``pyarrow.Schema`` (what each task's batches carry)."""
+def arrow_schema(include_headers: bool) -> Any:
+    """The same schema as a ``pyarrow.Schema`` (what each task's batches carry; typed Any,
+    as pyarrow ships no type information)."""
     pa = require("pyarrow", "spark", "The Spark data source")
     fields = [
         pa.field("key", pa.binary()),

@@ -26,7 +26,7 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from kafkawire._deps import require
 from kafkawire._format import CODEC_NAMES
@@ -35,9 +35,18 @@ from kafkawire.log import Log, LogWriter
 from kafkawire.spark.options import OptionError, int_option, log, size_option
 from kafkawire.spark.sinkbatch import PartitionBatches, Router
 
-_ds = require("pyspark.sql.datasource", "spark", "Writing with the Spark data source")
-DataSourceArrowWriter = _ds.DataSourceArrowWriter
-WriterCommitMessage = _ds.WriterCommitMessage
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter,
+                                        WriterCommitMessage)
+    from pyspark.sql.types import StructType
+else:   # a missing pyspark is reported as the extra to install
+    _ds = require("pyspark.sql.datasource", "spark", "Writing with the Spark data source")
+    DataSourceArrowWriter = _ds.DataSourceArrowWriter
+    DataSourceStreamArrowWriter = _ds.DataSourceStreamArrowWriter
+    WriterCommitMessage = _ds.WriterCommitMessage
+
+#: A ``pyarrow.RecordBatch`` (pyarrow ships no type information).
+ArrowBatch = Any
 
 TEMPORARY = "_kafkawire_temporary"
 CODECS = CODEC_NAMES
@@ -96,7 +105,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     return wo
 
 
-def check_schema(schema, wo: WriteOptions) -> None:
+def check_schema(schema: StructType, wo: WriteOptions) -> None:
     """The DataFrame must have a value column, and a topic (column or option)."""
     names = {f.name.lower(): f for f in schema.fields}
     if "value" not in names:
@@ -131,6 +140,12 @@ class StagedTask(WriterCommitMessage):
     records: Dict[Tuple[str, int], int]
 
 
+def _staged(messages: List[Optional[WriterCommitMessage]]) -> List[StagedTask]:
+    """The tasks' messages in task order (Spark passes what ``write`` returned, None for a task
+    that failed)."""
+    return sorted((m for m in messages if isinstance(m, StagedTask)), key=lambda m: m.partition_id)
+
+
 def _task_ids() -> Tuple[int, int]:
     """(partition id, attempt number) of the running Spark task ((0, 0) outside one)."""
     from pyspark import TaskContext
@@ -138,7 +153,8 @@ def _task_ids() -> Tuple[int, int]:
     return (ctx.partitionId(), ctx.attemptNumber()) if ctx else (0, 0)
 
 
-def stage(wo: WriteOptions, iterator, folder: str, pid: int) -> Dict[Tuple[str, int], int]:
+def stage(wo: WriteOptions, iterator: Iterable[ArrowBatch], folder: str,
+          pid: int) -> Dict[Tuple[str, int], int]:
     """Write a task's rows into partition folders under ``folder`` (replaced if present);
     records per topic-partition.  On any error the folder is removed and the error raised.
 
@@ -195,7 +211,7 @@ class KafkaWireWriter(DataSourceArrowWriter):
         with open(self.marker, "wb"):
             pass
 
-    def write(self, iterator) -> StagedTask:
+    def write(self, iterator: Iterator[ArrowBatch]) -> StagedTask:
         pid, attempt = _task_ids()
         folder = os.path.join(self.staging, f"{pid:05d}-{attempt}")
         records = stage(self.wo, iterator, folder, pid)
@@ -204,8 +220,8 @@ class KafkaWireWriter(DataSourceArrowWriter):
             raise OptionError(f"the write job {self.job} was aborted; task {pid} staged nothing")
         return StagedTask(pid, folder, records)
 
-    def commit(self, messages: List[Optional[StagedTask]]) -> None:
-        staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
+    def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+        staged = _staged(messages)
         tps = sorted({tp for m in staged for tp in m.records})
         moved = 0
         try:
@@ -224,7 +240,7 @@ class KafkaWireWriter(DataSourceArrowWriter):
         finally:
             self._clean()
 
-    def abort(self, messages: List[Optional[StagedTask]]) -> None:
+    def abort(self, messages: List[Optional[WriterCommitMessage]]) -> None:
         self._clean()
 
     def _clean(self) -> None:
@@ -238,7 +254,6 @@ class KafkaWireWriter(DataSourceArrowWriter):
 
 #: Folder (under the output path) recording the micro-batches a streaming query committed.
 METADATA = "_kafkawire_metadata"
-DataSourceStreamArrowWriter = _ds.DataSourceStreamArrowWriter
 
 
 class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
@@ -261,13 +276,13 @@ class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
         self.staging = os.path.join(wo.path, TEMPORARY, "stream")
         self.metadata = os.path.join(wo.path, METADATA)
 
-    def write(self, iterator) -> StagedTask:
+    def write(self, iterator: Iterator[ArrowBatch]) -> StagedTask:
         pid, attempt = _task_ids()
         folder = os.path.join(self.staging, f"{pid:05d}-{attempt}-{uuid.uuid4().hex}")
         return StagedTask(pid, folder, stage(self.wo, iterator, folder, pid))
 
-    def commit(self, messages: List[Optional[StagedTask]], batchId: int) -> None:  # noqa: N803
-        staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
+    def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:  # noqa: N803
+        staged = _staged(messages)
         done = os.path.join(self.metadata, str(int(batchId)))
         pending = done + ".pending"
         if os.path.exists(done):
@@ -315,14 +330,14 @@ class KafkaWireStreamWriter(DataSourceStreamArrowWriter):
         log.info("kafkawire committed micro-batch %d: %d records to %d partition folders under %s",
                  batchId, sum(e - s for s, e in ends.values()), len(ends), self.wo.path)
 
-    def abort(self, messages: List[Optional[StagedTask]], batchId: int) -> None:  # noqa: N803
-        _remove([m.folder for m in messages if m is not None])
+    def abort(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:  # noqa: N803
+        _remove([m.folder for m in _staged(messages)])
 
     def _target(self, tp: Tuple[str, int]) -> str:
         return os.path.join(self.wo.path, f"{tp[0]}-{tp[1]}")
 
 
-def _staged_records(plan: dict, folder: str, name: str) -> int:
+def _staged_records(plan: Dict[str, Any], folder: str, name: str) -> int:
     """Records a micro-batch's staged folder holds for partition folder ``name``, from the
     commit's record (or, for a record without counts, from the staged partition itself, which
     such a commit only copied from)."""
@@ -341,7 +356,7 @@ def _log_end(folder: str) -> int:
         return int(existing.next_offset)
 
 
-def _write_json(path: str, data: dict) -> None:
+def _write_json(path: str, data: Dict[str, Any]) -> None:
     """Write ``path`` whole or not at all (a temporary file renamed over it, synced)."""
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     with open(tmp, "w") as f:

@@ -188,10 +188,12 @@ class PartitionBatches:
             # (copies) nor re-checks record by record what this encoder just built
             batches = []
             offset = self.writer.next_offset
-            for _, (enc, a, b, spread), _, count, first, top, _ in chunks:
+            for _, encoded, _, count, first, top, _ in chunks:
+                assert encoded is not None      # arrow_chunks encodes every row columnar
+                enc, a, b, spread = encoded
                 buf, n = enc.encode(a, b, first, spread, self.pool)
                 records: Any = memoryview(buf)[:n]
-                if lengths is not None:
+                if lengths is not None and headers is not None:   # both or neither
                     ts = None if enc.ts is None else enc.ts[a:b]
                     records = with_headers(records, lengths[0][a:b], lengths[1][a:b], ts, first,
                                            headers.slice(a, b - a))

@@ -7,9 +7,19 @@ bad option fails ``load()``, not a task.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kafkawire._deps import require
 
-DataSource = require("pyspark.sql.datasource", "spark", "The Spark data source").DataSource
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import DataSource
+    from pyspark.sql.types import StructType
+
+    from kafkawire.spark.reader import KafkaWireReader
+    from kafkawire.spark.sink import KafkaWireStreamWriter, KafkaWireWriter
+    from kafkawire.spark.stream import KafkaWireStreamReader
+else:   # a missing pyspark is reported as the extra to install
+    DataSource = require("pyspark.sql.datasource", "spark", "The Spark data source").DataSource
 
 from kafkawire.errors import KafkaWireError
 from kafkawire.spark.options import OptionError, ReadOptions, parse_options
@@ -48,11 +58,11 @@ class KafkaWireDataSource(DataSource):
             raise exc.with_traceback(None) from None
         return spark_ddl(ro.include_headers)
 
-    def reader(self, schema):
+    def reader(self, schema: StructType) -> KafkaWireReader:
         from kafkawire.spark.reader import make_reader  # cheap: see check_files
         return make_reader(parse_options(self.options))
 
-    def writer(self, schema, overwrite: bool):
+    def writer(self, schema: StructType, overwrite: bool) -> KafkaWireWriter:
         # cheap: see check_files
         from kafkawire.spark.sink import KafkaWireWriter, check_schema, parse_write_options
         try:
@@ -62,7 +72,8 @@ class KafkaWireDataSource(DataSource):
             raise exc.with_traceback(None) from None
         return KafkaWireWriter(wo, overwrite)
 
-    def streamWriter(self, schema, overwrite: bool):  # noqa: N802 (Spark's name)
+    def streamWriter(self, schema: StructType,  # noqa: N802 (Spark's name)
+                     overwrite: bool) -> KafkaWireStreamWriter:
         # cheap: see check_files
         from kafkawire.spark.sink import KafkaWireStreamWriter, check_schema, parse_write_options
         try:
@@ -75,6 +86,6 @@ class KafkaWireDataSource(DataSource):
             raise exc.with_traceback(None) from None
         return KafkaWireStreamWriter(wo)
 
-    def streamReader(self, schema):  # noqa: N802 (Spark's name)
+    def streamReader(self, schema: StructType) -> KafkaWireStreamReader:  # noqa: N802 (Spark's name)
         from kafkawire.spark.stream import KafkaWireStreamReader  # cheap: see check_files
         return KafkaWireStreamReader(parse_options(self.options, streaming=True))

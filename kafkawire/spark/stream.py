@@ -11,32 +11,33 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from kafkawire._deps import require
 from kafkawire.errors import LogError
 from kafkawire.spark import layout
-from kafkawire.spark.options import ReadOptions, log
+from kafkawire.spark.layout import PartitionInfo
+from kafkawire.spark.options import ReadOptions, TopicPartition, log
 from kafkawire.spark.planning import (Range, Task, last_stable_offset, plan_tasks, resolve_ranges,
                                       select_partitions)
-from kafkawire.spark.reader import ReadSettings, read_task
+from kafkawire.spark.reader import ArrowBatch, ReadSettings, read_task
 
 require("pyspark", "spark", "The Spark data source")
-from pyspark.sql.datasource import DataSourceStreamReader  # noqa: E402
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition  # noqa: E402
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,  # noqa: E402
                                               SupportsTriggerAvailableNow)
 
 Offsets = Dict[str, Dict[str, int]]
 
 
-def _to_json(ends: Dict[tuple, int]) -> Offsets:
+def _to_json(ends: Dict[TopicPartition, int]) -> Offsets:
     out: Offsets = {}
     for (topic, p), off in sorted(ends.items()):
         out.setdefault(topic, {})[str(p)] = int(off)
     return out
 
 
-def _from_json(offsets: Offsets) -> Dict[tuple, int]:
+def _from_json(offsets: Offsets) -> Dict[TopicPartition, int]:
     return {(t, int(p)): int(o) for t, parts in (offsets or {}).items() for p, o in parts.items()}
 
 
@@ -45,13 +46,13 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def __init__(self, ro: ReadOptions) -> None:
         self.ro = ro
-        self._available_now: Optional[Dict[tuple, int]] = None
+        self._available_now: Optional[Dict[TopicPartition, int]] = None
         self._last_trigger = time.monotonic()   # for minOffsetsPerTrigger / maxTriggerDelay
 
-    def _parts(self):
+    def _parts(self) -> List[PartitionInfo]:
         return select_partitions(layout.discover(self.ro.paths, self.ro.storage_options), self.ro)
 
-    def _ends(self) -> Dict[tuple, int]:
+    def _ends(self) -> Dict[TopicPartition, int]:
         return {p.tp: p.end_offset for p in self._parts()}
 
     def initialOffset(self) -> Offsets:  # noqa: N802
@@ -91,7 +92,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                      behind["minOffsetsBehindLatest"])
         return _to_json(merged)
 
-    def _too_few(self, begin: Dict[tuple, int], ends: Dict[tuple, int]) -> bool:
+    def _too_few(self, begin: Dict[TopicPartition, int], ends: Dict[TopicPartition, int]) -> bool:
         """minOffsetsPerTrigger: hold the micro-batch back until that many offsets wait or
         maxTriggerDelay has passed since the last one (never under availableNow)."""
         want = self.ro.min_offsets_per_trigger
@@ -127,7 +128,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 ranges.append(Range(part, s, e))
         return plan_tasks(ranges, self.ro)
 
-    def read(self, partition: Task) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator[ArrowBatch]:
         if not isinstance(partition, Task):
             return iter(())
         return read_task(partition, ReadSettings.from_options(self.ro))
@@ -136,7 +137,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         pass
 
 
-def _behind(latest: Dict[tuple, int], end: Dict[tuple, int]) -> Dict[str, float]:
+def _behind(latest: Dict[TopicPartition, int], end: Dict[TopicPartition, int]) -> Dict[str, float]:
     values = [max(0, latest[tp] - end.get(tp, latest[tp])) for tp in latest]
     if not values:
         return {}
@@ -150,7 +151,7 @@ def offsets_behind_latest(source_progress: Mapping[str, Any]) -> Dict[str, float
     ``query.lastProgress["sources"]``), from its ``endOffset`` and ``latestOffset``: the
     metrics Spark's Kafka source reports, which a Python data source cannot add to the
     progress itself ({} when the progress has no offsets yet)."""
-    def parse(v: Any) -> Dict[tuple, int]:
+    def parse(v: Any) -> Dict[TopicPartition, int]:
         if not v:
             return {}
         return _from_json(json.loads(v) if isinstance(v, str) else v)
@@ -158,7 +159,8 @@ def offsets_behind_latest(source_progress: Mapping[str, Any]) -> Dict[str, float
     return _behind(latest, end) if latest else {}
 
 
-def _rate_limit(begin: Dict[tuple, int], ends: Dict[tuple, int], limit: int) -> Dict[tuple, int]:
+def _rate_limit(begin: Dict[TopicPartition, int], ends: Dict[TopicPartition, int],
+                limit: int) -> Dict[TopicPartition, int]:
     """Cap the total offsets of a micro-batch at ``limit``, shared by what each partition has waiting."""
     waiting = {tp: ends[tp] - begin[tp] for tp in ends}
     total = sum(waiting.values())

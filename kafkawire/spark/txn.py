@@ -11,13 +11,19 @@ planner already ended the read.
 from __future__ import annotations
 
 import os
-from typing import Dict, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 import numpy as np
 
 from kafkawire.log import Log
 from kafkawire.log.isolation import AbortedRanges, scan_aborted
-from kafkawire.log.storage import absolute
+from kafkawire.log.storage import Storage, absolute
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    from kafkawire.records.columnar import ColumnChunk
+    from kafkawire.spark.planning import Slice
 
 
 class TxnMarkers:
@@ -28,7 +34,8 @@ class TxnMarkers:
         self._arrays: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
-    def for_slice(cls, s, buf=None, *, storage=None) -> "TxnMarkers":
+    def for_slice(cls, s: Slice, buf: Optional[Buffer] = None, *,
+                  storage: Optional[Storage] = None) -> "TxnMarkers":
         """Aborted ranges for the batches of slice ``s`` (``buf``, its mapped file, is not needed;
         ``storage`` reads the slice's folder, by default the one its path names)."""
         log = Log.open(os.path.dirname(s.path), storage=storage)
@@ -52,7 +59,7 @@ class TxnMarkers:
         return self._arrays[pid]
 
 
-def aborted_mask(chunk, txn: TxnMarkers) -> np.ndarray:
+def aborted_mask(chunk: ColumnChunk, txn: TxnMarkers) -> np.ndarray:
     """True for records of ``chunk`` that read_committed must hide (their transaction aborted)."""
     drop = np.zeros(len(chunk), bool)
     idx = np.flatnonzero(chunk.is_transactional)
