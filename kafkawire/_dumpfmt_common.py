@@ -1,6 +1,8 @@
 """Constants and error messages shared by both twins of the dump formatter kernel (``dumpfmt``)."""
 from __future__ import annotations
 
+from typing import Optional
+
 from kafkawire.errors import CorruptRecordError
 
 # -- mode bits ------------------------------------------------------------------------------
@@ -39,7 +41,8 @@ _MESSAGES = {
 }
 
 
-def records_error(code: int, position: int, offset, a: int = 0, b: int = 0) -> CorruptRecordError:
+def records_error(code: int, position: int, offset: Optional[int], a: int = 0, b: int = 0
+                  ) -> CorruptRecordError:
     """The ``CorruptRecordError`` for error ``code`` at ``position`` of the records buffer."""
     msg, reason = _MESSAGES[code]
     return CorruptRecordError(msg.format(a=a, b=b), position=position, offset=offset,
