@@ -55,6 +55,9 @@ import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 4
+# librdkafka's mock keeps about 5 MB per partition: 4 partitions of 1 KiB records (a quarter
+# of --records) stay within it up to this many
+MOCK_MAX_RECORDS = 64_000
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -229,12 +232,19 @@ def file_read_rate(folders: List[str], seconds: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer records (for a busy machine)")
-    ap.add_argument("--records", type=int, default=None, help="records per 100-byte workload")
+    ap.add_argument("--records", type=int, default=None,
+                    help="records per 100-byte workload (a quarter as many of 1 KiB); at most "
+                         f"{MOCK_MAX_RECORDS:,}: the mock keeps about 5 MB per partition")
     ap.add_argument("--repeat", type=int, default=3, help="runs per broker; the median counts")
     ap.add_argument("--rate", type=int, default=2000, help="records/s of the latency run")
     H.add_results_option(ap)
     args = ap.parse_args()
-    n100 = args.records or (20_000 if args.quick else 100_000)
+    n100 = args.records or (20_000 if args.quick else 50_000)
+    if n100 > MOCK_MAX_RECORDS:
+        # beyond it the mock drops a partition's oldest records, its consumer (reading from
+        # offset 0) is reset to the end and gets nothing
+        ap.error(f"--records above {MOCK_MAX_RECORDS:,} overflow the mock cluster's partitions "
+                 "(about 5 MB each); use fewer records")
     workloads = [(100, "1", n100), (100, "all", n100), (1024, "1", n100 // 4),
                  (1024, "all", n100 // 4)]
     load = [os.getloadavg()[0]]
