@@ -50,28 +50,14 @@ def test_no_common_version_is_a_clear_error(fake):
             c.produce("t", [b"x"], partition=0)
 
 
-def test_api_versions_step_down():
-    fake = FakeCluster(1)
-    fake.versions[18] = (0, 2)
-
-    def api_versions(node, req):
-        if req.api_version > 2:  # what a broker does: v0 body, error 35, its own range
-            body = struct.pack(">ih", req.correlation_id, 35) + struct.pack(">ihhh", 1, 18, 0, 2)
-            return struct.pack(">i", len(body)) + body
-        return fake._api_versions(node, req)
-
-    fake.handlers[18] = api_versions
-    try:
-        with Client(fake.bootstrap) as c:
-            c.metadata()
-            assert c._any().api_versions_version == 2
-    finally:
-        fake.close()
-
-
-def test_api_versions_falls_back_to_v0_when_the_refusal_is_unreadable():
-    # librdkafka's mock cluster answers a too-new ApiVersions with a body that is not in
-    # the v0 layout: the next try is v0 (one round trip), not one version down at a time
+@pytest.mark.parametrize("refusal, settled", [
+    # what a broker does: v0 body, error 35, its own ApiVersions range: straight to v2
+    (struct.pack(">ihhh", 1, 18, 0, 2), 2),
+    # librdkafka's mock cluster: a body not in the v0 layout: v0, which every broker speaks
+    # (one round trip), not one version down at a time
+    (bytes.fromhex("01001200000002"), 0),
+])
+def test_api_versions_step_down(refusal, settled):
     fake = FakeCluster(1)
     fake.versions[18] = (0, 2)
     sent = []
@@ -79,7 +65,7 @@ def test_api_versions_falls_back_to_v0_when_the_refusal_is_unreadable():
     def api_versions(node, req):
         sent.append(req.api_version)
         if req.api_version > 2:
-            body = struct.pack(">ih", req.correlation_id, 35) + bytes.fromhex("01001200000002")
+            body = struct.pack(">ih", req.correlation_id, 35) + refusal
             return struct.pack(">i", len(body)) + body
         return fake._api_versions(node, req)
 
@@ -87,8 +73,8 @@ def test_api_versions_falls_back_to_v0_when_the_refusal_is_unreadable():
     try:
         with Client(fake.bootstrap) as c:
             c.metadata()
-            assert c._any().api_versions_version == 0
-        assert sent == [max(P.ApiVersionsRequest.VERSIONS), 0]
+            assert c._any().api_versions_version == settled
+        assert sent == [max(P.ApiVersionsRequest.VERSIONS), settled]
     finally:
         fake.close()
 
