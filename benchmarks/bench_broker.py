@@ -25,7 +25,10 @@ median over the runs) is printed, as the part of the cost
 that is kafkawire's (the mock shares the client's process), and the load average
 before and after (kept in the JSON): on a busy 2-core machine the two-process
 setup waits for the scheduler at every exchange, and the ratios say more about the
-load than about either broker.
+load than about either broker.  Topics are created with CreateTopics on ``kafkawire
+serve``; the mock creates them when first asked for their metadata (it answers
+CreateTopics only after a five-second timeout, a pause between rounds that the broker
+would not get in use).
 
 Then the Fetch path alone: a raw Fetch client (kafkawire's protocol codec on a
 plain socket, discarding the bytes) reads the 1 KiB workload's partitions from
@@ -33,7 +36,12 @@ plain socket, discarding the bytes) reads the 1 KiB workload's partitions from
 against reading the same segment files with ``readinto`` (both from the page
 cache): bytes/s of each.
 
-Run: ``python benchmarks/bench_broker.py [--quick] [--repeat 3] [--results PATH]``.
+Last, the machine's page-cache write rate into memory it has not used lately against
+memory just freed (see :func:`page_cache_write_rates`): on a virtual machine that returns
+freed memory to its host, the broker's writes into new page-cache memory cost a fault on
+the host per page, and its produce CPU time grows accordingly.
+
+Run: ``python benchmarks/bench_broker.py [--quick] [--repeat 9] [--results PATH]``.
 """
 from __future__ import annotations
 
@@ -98,24 +106,27 @@ def start_kafkawire(log_dir: str) -> Tuple[subprocess.Popen, str]:
             raise RuntimeError("kafkawire serve did not start")
 
 
-def make_topic(bootstrap: str, topic: str) -> None:
-    """A 4-partition topic (the mock cluster creates topics on first use, 4 partitions)."""
+def make_topic(bootstrap: str, topic: str, create: bool = True) -> None:
+    """A 4-partition topic: created with CreateTopics, or (``create=False``, the mock
+    cluster, which answers CreateTopics only after a five-second timeout) by asking for its
+    metadata, which makes the mock create it with its default of 4 partitions."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    try:
-        admin.create_topics([NewTopic(topic, PARTITIONS, 1)],
-                            request_timeout=5)[topic].result(10)
-    except Exception:
-        pass
+    if create:
+        try:
+            admin.create_topics([NewTopic(topic, PARTITIONS, 1)],
+                                request_timeout=5)[topic].result(10)
+        except Exception:
+            pass
     md = admin.list_topics(topic, timeout=10)
     if len(md.topics[topic].partitions) != PARTITIONS:
         raise RuntimeError(f"{topic} has {len(md.topics[topic].partitions)} partitions")
 
 
-def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str, broker_pid: int = 0
-               ) -> Tuple[float, float, float, float]:
+def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str, broker_pid: int = 0,
+               create: bool = True) -> Tuple[float, float, float, float]:
     """``(produce s, consume s, broker CPU s while producing, while consuming)`` (the CPU
     of process ``broker_pid``, 0 without one)."""
-    make_topic(bootstrap, topic)
+    make_topic(bootstrap, topic, create)
     value = b"x" * size
     p = ck.Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
                      "enable.idempotence": False, "queue.buffering.max.messages": 2_000_000,
@@ -155,8 +166,9 @@ def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str, broker_
     return t_produce, t_consume, cpu_produce, cpu_consume
 
 
-def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> Tuple[float, float]:
-    make_topic(bootstrap, topic)
+def latency(bootstrap: str, topic: str, rate: int, seconds: float, create: bool = True
+            ) -> Tuple[float, float]:
+    make_topic(bootstrap, topic, create)
     lat: List[float] = []
     p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
                      "enable.idempotence": False, "log_level": 0})
@@ -229,13 +241,35 @@ def file_read_rate(folders: List[str], seconds: float) -> float:
             return total / elapsed
 
 
+def page_cache_write_rates(folder: str, size: int = 256 << 20) -> Tuple[float, float]:
+    """Bytes/s writing ``size`` bytes to a new file in ``folder`` (the page cache takes
+    memory it may never have touched), then again right after deleting it (the memory just
+    freed).  On a virtual machine that hands freed memory back to its host, the first
+    touch of each page costs a fault on the host: the first rate is then far below the
+    second, and so is every write the broker makes into new page-cache memory."""
+    chunk = b"\0" * (1 << 20)
+    rates = []
+    for _ in range(2):
+        path = os.path.join(folder, "page-cache-probe")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            t0 = time.perf_counter()
+            for _ in range(size // len(chunk)):
+                os.write(fd, chunk)
+            rates.append(size / (time.perf_counter() - t0))
+        finally:
+            os.close(fd)
+            os.unlink(path)
+    return rates[0], rates[1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer records (for a busy machine)")
     ap.add_argument("--records", type=int, default=None,
                     help="records per 100-byte workload (a quarter as many of 1 KiB); at most "
                          f"{MOCK_MAX_RECORDS:,}: the mock keeps about 5 MB per partition")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per broker; the median counts")
+    ap.add_argument("--repeat", type=int, default=9, help="runs per broker; the median counts")
     ap.add_argument("--rate", type=int, default=2000, help="records/s of the latency run")
     H.add_results_option(ap)
     args = ap.parse_args()
@@ -260,7 +294,8 @@ def main() -> None:
     fetch_topic = ""
     try:
         for name, bs in brokers.items():      # warm-up, untimed (first connections, groups)
-            throughput(bs, f"w{stamp}-{'kw' if 'kafkawire' in name else 'mk'}", 2000, 100, "1")
+            kw = "kafkawire" in name
+            throughput(bs, f"w{stamp}-{'kw' if kw else 'mk'}", 2000, 100, "1", create=kw)
         order = list(brokers.items())
         for rep in range(args.repeat):
             for w, (size, acks, n) in enumerate(workloads):
@@ -269,12 +304,13 @@ def main() -> None:
                     kw = "kafkawire" in name
                     topic = f"b{stamp}-{rep}-{size}-{acks}-{'kw' if kw else 'mk'}"
                     times.setdefault((name, size, acks), []).append(
-                        throughput(bs, topic, n, size, acks, proc.pid if kw else 0))
+                        throughput(bs, topic, n, size, acks, proc.pid if kw else 0, create=kw))
                     if kw and size == 1024 and acks == "1":
                         fetch_topic = topic
         for name, bs in brokers.items():
-            lat[name] = latency(bs, f"lat{stamp}-{'kw' if 'kafkawire' in name else 'mk'}",
-                                args.rate, 2.0 if args.quick else 5.0)
+            kw = "kafkawire" in name
+            lat[name] = latency(bs, f"lat{stamp}-{'kw' if kw else 'mk'}", args.rate,
+                                2.0 if args.quick else 5.0, create=kw)
         seconds = 1.0 if args.quick else 2.0
         folders = [os.path.join(log_dir, f"{fetch_topic}-{q}") for q in range(PARTITIONS)]
         sent, read = [], []
@@ -286,6 +322,11 @@ def main() -> None:
         proc.wait(60)
         mock_owner.flush(1)
         shutil.rmtree(log_dir, ignore_errors=True)
+    probe_dir = tempfile.mkdtemp(prefix="bench-broker-")
+    try:
+        fresh, reused = page_cache_write_rates(probe_dir)
+    finally:
+        shutil.rmtree(probe_dir, ignore_errors=True)
     load.append(os.getloadavg()[0])
     print(f"confluent-kafka {ck.version()[0]} (librdkafka {ck.libversion()[0]}) against two "
           f"brokers, median of {args.repeat} (best in brackets), {PARTITIONS} partitions; "
@@ -294,6 +335,8 @@ def main() -> None:
           f" {'serve CPU':>9s}")
     results = H.Results("broker", quick=args.quick)
     results.meta["load_average"] = [round(x, 2) for x in load]
+    results.meta["page_cache_write_mb_s"] = {"new memory": round(fresh / 1e6),
+                                             "memory just freed": round(reused / 1e6)}
     for size, acks, n in workloads:
         for i, what in enumerate(("produce", "consume")):
             rate: Dict[str, Tuple[float, float]] = {}
@@ -320,6 +363,8 @@ def main() -> None:
     wl = "fetch served by sendfile (1 KiB records, page cache)"
     results.add(wl, "kafkawire serve, raw Fetch client", "bytes/s", ms, "bytes/s")
     results.add(wl, "readinto of the segment files", "bytes/s", mr, "bytes/s")
+    print(f"page-cache writes of this machine: {fresh / 1e6:.0f} MB/s into new memory, "
+          f"{reused / 1e6:.0f} MB/s into memory just freed")
     results.set_ratios("librdkafka mock cluster", metrics=["produce", "consume"])
     results.set_ratios("readinto of the segment files", metrics=["bytes/s"])
     results.write(args.results)
