@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from kafkawire.log.segment import HeaderRows
 
 Bytes = Union[bytes, bytearray, memoryview]
+#: Header rows as lists (``rows.tolist()``): an append reads a few fields of one or two rows,
+#: which costs less from lists than from numpy scalars.
+RowList = List[List[int]]
 _INT32_MAX = 0x7FFFFFFF
 try:    # buffers one pwritev takes (1024 on Linux; POSIX guarantees 16)
     _IOV_MAX = int(os.sysconf("SC_IOV_MAX"))
@@ -66,9 +69,13 @@ class AppendedBatches(NamedTuple):
 _LEGACY_KNOWN_ATTRS = {0: 0x07, 1: 0x0F}
 
 
+_HAVE_PWRITE = hasattr(os, "pwrite")
+_HAVE_PWRITEV = hasattr(os, "pwritev")
+
+
 def _pwrite(fd: int, data: bytes, position: int) -> int:
     """``os.pwrite`` where it exists (POSIX); seek + write elsewhere (Windows)."""
-    if hasattr(os, "pwrite"):
+    if _HAVE_PWRITE:
         return os.pwrite(fd, data, position)
     os.lseek(fd, position, os.SEEK_SET)
     return os.write(fd, data)
@@ -77,7 +84,7 @@ def _pwrite(fd: int, data: bytes, position: int) -> int:
 def _pwritev(fd: int, pieces: Sequence[Bytes], position: int) -> int:
     """Write ``pieces`` one after the other at ``position``: one ``os.pwritev`` (no joined
     copy) where it exists, else one write of their concatenation."""
-    if hasattr(os, "pwritev") and len(pieces) <= _IOV_MAX:
+    if _HAVE_PWRITEV and len(pieces) <= _IOV_MAX:
         return os.pwritev(fd, pieces, position)
     return _pwrite(fd, b"".join(pieces), position)
 
@@ -217,7 +224,7 @@ def _check_v2_records(data: Bytes, row: List[int], produced: bool) -> None:
 
 
 def validate_batches(data: Bytes, produced: bool = True,
-                     rows: Optional["HeaderRows"] = None) -> None:
+                     rows: Union["HeaderRows", RowList, None] = None) -> None:
     """Check every batch of ``data`` as a broker checks an append; CorruptRecordError
     (naming the batch's position) for the first that fails.
 
@@ -229,9 +236,9 @@ def validate_batches(data: Bytes, produced: bool = True,
     consecutive record offsets.  Data copied with its offsets (a compacted log) may
     have gaps and empty batches.
 
-    ``rows`` are ``data``'s header rows from a scan that verified the CRCs (what
-    :class:`LogWriter` has in hand); then each v2 data batch is read once more, by the
-    kernels' record walker, and nothing else.
+    ``rows`` are ``data``'s header rows (an array, or its ``tolist()``) from a scan that
+    verified the CRCs (what :class:`LogWriter` has in hand); then each v2 data batch is read
+    once more, by the kernels' record walker, and nothing else.
     """
     if rows is None:
         rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
@@ -242,7 +249,7 @@ def validate_batches(data: Bytes, produced: bool = True,
             raise CorruptRecordError(f"not a complete batch or message set "
                                      f"({C.STATUS_NAMES[status]} at byte {stop} of {len(data)}); "
                                      "nothing was written", position=stop, reason="truncated")
-    for row in rows.tolist():
+    for row in (rows if isinstance(rows, list) else rows.tolist()):
         attrs = row[C.ATTRIBUTES]
         if row[C.MAGIC] == 2:
             pos, base = row[C.POSITION], row[C.BASE_OFFSET]
@@ -500,7 +507,7 @@ class LogWriter:
         self._check_open()
         pieces: List[Bytes] = []        # what goes to the .log, in order (no copy of the records)
         parts: List[Bytes] = []         # each append's data, for the transaction index
-        rows_all: List[HeaderRows] = []
+        rows_all: List[RowList] = []
         next_offset = self.next_offset
         first_offset: Optional[int] = None
         for raw in batches:
@@ -512,17 +519,17 @@ class LogWriter:
             rows_all.append(rows)
             if first_offset is None:
                 first_offset = first
-            next_offset = int(rows[-1, C.LAST_OFFSET]) + 1
+            next_offset = rows[-1][C.LAST_OFFSET] + 1
         if not parts or first_offset is None:
             raise ValueError("append_batches needs at least one batch")
         size = sum(len(p) for p in pieces)
         last_offset = next_offset - 1
         max_ts, offset_of_max = NO_TIMESTAMP, last_offset
-        first_max_ts = int(rows_all[0][0, C.MAX_TIMESTAMP])   # the first batch's, even if none
+        first_max_ts = rows_all[0][0][C.MAX_TIMESTAMP]   # the first batch's, even if none
         appended: List[Tuple[int, int, bool]] = []
         start = 0                       # each part's start, from the append's first byte
         for rows, data in zip(rows_all, parts):
-            for r in rows.tolist():
+            for r in rows:
                 if r[C.MAX_TIMESTAMP] > max_ts:
                     max_ts, offset_of_max = r[C.MAX_TIMESTAMP], r[C.LAST_OFFSET]
                 appended.append((r[C.LAST_OFFSET], start + r[C.POSITION],
@@ -667,36 +674,37 @@ class LogWriter:
         return self.append_batch(data)[0]
 
     def _prepare(self, raw: Bytes, next_offset: int, assign: bool, trusted: bool = False
-                 ) -> Tuple[Bytes, Optional[bytes], HeaderRows, int]:
+                 ) -> Tuple[Bytes, Optional[bytes], RowList, int]:
         """Check ``raw`` and give it its offsets: ``(data, head, rows, first offset)``.  When
         ``head`` is not None it replaces the start of ``data`` on disk (a single v2 batch's
         new base offset, outside its CRC), so the records are written without a copy."""
         # bytes and views are read in place; a bytearray is copied (its owner may resize it)
         data: Bytes = raw if isinstance(raw, bytes) else \
             _flat(raw) if isinstance(raw, memoryview) else bytes(raw)
-        rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
+        scanned, stop, status = K.scan_batches(data, 0, len(data), -1, True)
         if status == C.CRC_MISMATCH:
             raise CorruptRecordError("CRC mismatch: the batch's bytes changed after it was built; "
                                      "nothing was written", position=stop, reason="crc")
-        if status != C.OK or stop != len(data) or len(rows) == 0:
+        if status != C.OK or stop != len(data) or len(scanned) == 0:
             raise LogError(f"not a complete batch or message set ({C.STATUS_NAMES[status]} at byte "
                            f"{stop} of {len(data)}); build batches with kafkawire.records.BatchBuilder")
+        rows: RowList = scanned.tolist()
         if not trusted:
             validate_batches(data, produced=assign, rows=rows)
-        first = int(rows[0, C.BASE_OFFSET])
-        if rows[0, C.MAGIC] < 2 and rows[0, C.RECORD_COUNT] < 0:
+        head_row = rows[0]
+        first = head_row[C.BASE_OFFSET]
+        if head_row[C.MAGIC] < 2 and head_row[C.RECORD_COUNT] < 0:
             # A compressed wrapper carries its last inner offset; the first needs decompression.
             first = next(iter(iter_batches(data))).base_offset
         head = None
         if assign:
-            if rows[0, C.MAGIC] == 2 and len(rows) == 1:
+            if head_row[C.MAGIC] == 2 and len(rows) == 1:
                 head = next_offset.to_bytes(8, "big", signed=True)
-                rows = rows.copy()
-                rows[0, C.LAST_OFFSET] += next_offset - first
-                rows[0, C.BASE_OFFSET] = next_offset
+                head_row[C.LAST_OFFSET] += next_offset - first
+                head_row[C.BASE_OFFSET] = next_offset
             else:
                 data = set_base_offset(data, next_offset)
-                rows = K.scan_batches(data, 0, len(data), -1, False)[0]
+                rows = K.scan_batches(data, 0, len(data), -1, False)[0].tolist()
             first = next_offset
         elif first < next_offset:
             raise LogError(f"batch offsets start at {first} but the log is already at "
@@ -726,10 +734,10 @@ class LogWriter:
             os.remove(p)
         self._open_segment(base)
 
-    def _track_transactions(self, rows_all: Sequence[HeaderRows],
+    def _track_transactions(self, rows_all: Sequence[RowList],
                             payload_parts: Sequence[Bytes]) -> None:
         for rows, data in zip(rows_all, payload_parts):
-            for r in rows.tolist():
+            for r in rows:
                 if r[C.MAGIC] != 2 or not r[C.ATTRIBUTES] & C.TRANSACTIONAL_MASK:
                     continue
                 pid = r[C.PRODUCER_ID]
