@@ -224,7 +224,7 @@ def _check_v2_records(data: Bytes, row: List[int], produced: bool) -> None:
 
 
 def validate_batches(data: Bytes, produced: bool = True,
-                     rows: Union["HeaderRows", RowList, None] = None) -> None:
+                     rows: Optional[RowList] = None) -> None:
     """Check every batch of ``data`` as a broker checks an append; CorruptRecordError
     (naming the batch's position) for the first that fails.
 
@@ -236,12 +236,12 @@ def validate_batches(data: Bytes, produced: bool = True,
     consecutive record offsets.  Data copied with its offsets (a compacted log) may
     have gaps and empty batches.
 
-    ``rows`` are ``data``'s header rows (an array, or its ``tolist()``) from a scan that
-    verified the CRCs (what :class:`LogWriter` has in hand); then each v2 data batch is read
-    once more, by the kernels' record walker, and nothing else.
+    ``rows`` are ``data``'s header rows, as lists, from a scan that verified the CRCs (what
+    :class:`LogWriter` has in hand); then each v2 data batch is read once more, by the
+    kernels' record walker, and nothing else.
     """
     if rows is None:
-        rows, stop, status = K.scan_batches(data, 0, len(data), -1, True)
+        scanned, stop, status = K.scan_batches(data, 0, len(data), -1, True)
         if status == C.CRC_MISMATCH:
             raise CorruptRecordError("CRC mismatch; nothing was written", position=stop,
                                      reason="crc")
@@ -249,7 +249,8 @@ def validate_batches(data: Bytes, produced: bool = True,
             raise CorruptRecordError(f"not a complete batch or message set "
                                      f"({C.STATUS_NAMES[status]} at byte {stop} of {len(data)}); "
                                      "nothing was written", position=stop, reason="truncated")
-    for row in (rows if isinstance(rows, list) else rows.tolist()):
+        rows = scanned.tolist()
+    for row in rows:
         attrs = row[C.ATTRIBUTES]
         if row[C.MAGIC] == 2:
             pos, base = row[C.POSITION], row[C.BASE_OFFSET]
