@@ -36,10 +36,11 @@ plain socket, discarding the bytes) reads the 1 KiB workload's partitions from
 against reading the same segment files with ``readinto`` (both from the page
 cache): bytes/s of each.
 
-Last, the machine's page-cache write rate into memory it has not used lately against
-memory just freed (see :func:`page_cache_write_rates`): on a virtual machine that returns
-freed memory to its host, the broker's writes into new page-cache memory cost a fault on
-the host per page, and its produce CPU time grows accordingly.
+Before the rounds and again after them (while the broker's files are still cached), the
+machine's page-cache write rate into memory it has not used lately against memory just
+freed (see :func:`page_cache_write_rates`): on a virtual machine that returns freed memory
+to its host, the broker's writes into new page-cache memory cost a fault on the host per
+page, and its produce CPU time grows accordingly.
 
 Run: ``python benchmarks/bench_broker.py [--quick] [--repeat 9] [--results PATH]``.
 """
@@ -263,6 +264,19 @@ def page_cache_write_rates(folder: str, size: int = 128 << 20) -> Tuple[float, f
     return rates[0], rates[1]
 
 
+def probe_page_cache() -> Optional[Tuple[float, float]]:
+    """:func:`page_cache_write_rates` in a temporary folder of its own; None (with a
+    message) when the disk refuses the writes, as the rates are only informative."""
+    folder = tempfile.mkdtemp(prefix="bench-broker-")
+    try:
+        return page_cache_write_rates(folder)
+    except OSError as exc:          # a full disk, say
+        print(f"page-cache probe skipped: {exc}")
+        return None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer records (for a busy machine)")
@@ -282,6 +296,7 @@ def main() -> None:
     workloads = [(100, "1", n100), (100, "all", n100), (1024, "1", n100 // 4),
                  (1024, "all", n100 // 4)]
     load = [os.getloadavg()[0]]
+    probes = {"before the rounds": probe_page_cache()}
     log_dir = tempfile.mkdtemp(prefix="bench-broker-")
     proc, kw_bs = start_kafkawire(log_dir)
     mock_owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
@@ -317,19 +332,13 @@ def main() -> None:
         for _ in range(args.repeat):
             sent.append(fetch_rate(kw_bs, fetch_topic, seconds))
             read.append(file_read_rate(folders, seconds))
+        # before the broker's files are deleted: that would free memory for the probe to reuse
+        probes["after the rounds"] = probe_page_cache()
     finally:
         proc.terminate()
         proc.wait(60)
         mock_owner.flush(1)
         shutil.rmtree(log_dir, ignore_errors=True)
-    probe_dir = tempfile.mkdtemp(prefix="bench-broker-")
-    probe: Optional[Tuple[float, float]] = None
-    try:
-        probe = page_cache_write_rates(probe_dir)
-    except OSError as exc:          # a full disk, say: the rates are only informative
-        print(f"page-cache probe skipped: {exc}")
-    finally:
-        shutil.rmtree(probe_dir, ignore_errors=True)
     load.append(os.getloadavg()[0])
     print(f"confluent-kafka {ck.version()[0]} (librdkafka {ck.libversion()[0]}) against two "
           f"brokers, median of {args.repeat} (best in brackets), {PARTITIONS} partitions; "
@@ -338,9 +347,9 @@ def main() -> None:
           f" {'serve CPU':>9s}")
     results = H.Results("broker", quick=args.quick)
     results.meta["load_average"] = [round(x, 2) for x in load]
-    if probe is not None:
-        results.meta["page_cache_write_mb_s"] = {"new memory": round(probe[0] / 1e6),
-                                                 "memory just freed": round(probe[1] / 1e6)}
+    results.meta["page_cache_write_mb_s"] = {
+        when: {"new memory": round(probe[0] / 1e6), "memory just freed": round(probe[1] / 1e6)}
+        for when, probe in probes.items() if probe is not None}
     for size, acks, n in workloads:
         for i, what in enumerate(("produce", "consume")):
             rate: Dict[str, Tuple[float, float]] = {}
@@ -367,9 +376,10 @@ def main() -> None:
     wl = "fetch served by sendfile (1 KiB records, page cache)"
     results.add(wl, "kafkawire serve, raw Fetch client", "bytes/s", ms, "bytes/s")
     results.add(wl, "readinto of the segment files", "bytes/s", mr, "bytes/s")
-    if probe is not None:
-        print(f"page-cache writes of this machine: {probe[0] / 1e6:.0f} MB/s into new memory, "
-              f"{probe[1] / 1e6:.0f} MB/s into memory just freed")
+    for when, probe in probes.items():
+        if probe is not None:
+            print(f"page-cache writes of this machine {when}: {probe[0] / 1e6:.0f} MB/s into "
+                  f"new memory, {probe[1] / 1e6:.0f} MB/s into memory just freed")
     results.set_ratios("librdkafka mock cluster", metrics=["produce", "consume"])
     results.set_ratios("readinto of the segment files", metrics=["bytes/s"])
     results.write(args.results)
