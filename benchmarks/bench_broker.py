@@ -47,6 +47,7 @@ Run: ``python benchmarks/bench_broker.py [--quick] [--repeat 9] [--results PATH]
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import re
@@ -61,7 +62,7 @@ from typing import Dict, List, Optional, Tuple
 
 import _harness as H
 import confluent_kafka as ck
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 PARTITIONS = 4
 # librdkafka's mock keeps about 5 MB per partition: 4 partitions of 1 KiB records (a quarter
@@ -92,7 +93,7 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_kafkawire(log_dir: str) -> Tuple[subprocess.Popen, str]:
+def start_kafkawire(log_dir: str) -> Tuple["subprocess.Popen[bytes]", str]:
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.Popen([sys.executable, "-m", "kafkawire.cli", "serve", "--log-dirs", log_dir,
                              "--listen", "127.0.0.1:0", "--log-level", "WARNING"],
@@ -174,7 +175,7 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float, create: bool 
     p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
                      "enable.idempotence": False, "log_level": 0})
 
-    def report(err, msg, sent):
+    def report(err: Optional[ck.KafkaError], msg: ck.Message, sent: float) -> None:
         if err is None:
             lat.append(time.perf_counter() - sent)
     n = int(rate * seconds)
@@ -185,7 +186,7 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float, create: bool 
             p.poll(0)
         sent = time.perf_counter()
         p.produce(topic, value=b"y" * 100, partition=i % PARTITIONS,
-                  on_delivery=lambda err, msg, sent=sent: report(err, msg, sent))
+                  on_delivery=functools.partial(report, sent=sent))
         p.poll(0)
     p.flush(60)
     lat.sort()
