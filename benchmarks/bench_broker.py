@@ -1,20 +1,24 @@
 """Produce and consume throughput of confluent-kafka against ``kafkawire serve`` vs librdkafka's mock cluster.
 
-The same client library (confluent-kafka) and the same records run against two
+The same client library (confluent-kafka) and the same records run against three
 brokers in the same run:
 
 * ``kafkawire serve`` in its own process, persisting to a temporary log dir
   (Kafka's on-disk format, default flush policy: the page cache, as Kafka);
-* librdkafka's in-memory mock cluster (one broker, ``test.mock.num.brokers``).
+* librdkafka's in-memory mock cluster (one broker, ``test.mock.num.brokers``), inside
+  the bench's process, as the reference;
+* the same mock cluster in a process of its own, which sets the bar a broker of its own
+  process meets when it costs no more than the mock: its ratio to the in-process mock
+  is printed beside kafkawire's.
 
 For each workload (value size x acks) a producer writes ``--records`` records
 to a fresh 4-partition topic and ``flush``es; then a consumer assigned to the
 partitions reads them all.  Produce latency (p50/p99 from ``produce`` to the
 delivery report) is measured at a fixed moderate rate.  Each broker runs
 ``--repeat`` times, interleaved, after one untimed warm-up round; the median
-counts (the best is printed too).  Which broker goes first alternates between
+counts (the best is printed too).  Which broker goes first rotates between
 repeats and between workloads, and every timed phase (produce, consume) starts
-with a full ``gc.collect()`` of the bench process, for both brokers alike: the
+with a full ``gc.collect()`` of the bench process, for every broker alike: the
 consumer's message objects (10,000 a ``consume`` call) set off Python's cyclic
 collector, whose full collections (8-18 ms, over every object of the process) fall
 where the process's allocation history puts them; with a fixed order they fell on
@@ -25,7 +29,7 @@ median over the runs) is printed, as the part of the cost
 that is kafkawire's (the mock shares the client's process), and the load average
 before and after (kept in the JSON): on a busy 2-core machine the two-process
 setup waits for the scheduler at every exchange, and the ratios say more about the
-load than about either broker.  Topics are created with CreateTopics on ``kafkawire
+load than about any broker.  Topics are created with CreateTopics on ``kafkawire
 serve``; the mock creates them when first asked for their metadata (it answers
 CreateTopics only after a five-second timeout, a pause between rounds that the broker
 would not get in use).
@@ -65,6 +69,7 @@ import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 PARTITIONS = 4
+KW, MOCK, OWN = "kafkawire serve", "librdkafka mock", "librdkafka mock, own process"
 # librdkafka's mock keeps about 5 MB per partition: 4 partitions of 1 KiB records (a quarter
 # of --records) stay within it up to this many
 MOCK_MAX_RECORDS = 64_000
@@ -265,6 +270,27 @@ def page_cache_write_rates(folder: str, size: int = 128 << 20) -> Tuple[float, f
     return rates[0], rates[1]
 
 
+def start_mock_process() -> Tuple["subprocess.Popen[bytes]", str]:
+    """A mock cluster in a process of its own (this script with ``--serve-mock``), and its
+    bootstrap address; it stops when its standard input is closed."""
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve-mock"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode().strip()
+    if not line:
+        raise RuntimeError("the mock cluster's process did not start")
+    return proc, line
+
+
+def serve_mock() -> None:
+    """Run a one-broker mock cluster, print its bootstrap address, and wait for the end of
+    standard input."""
+    owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
+    md = owner.list_topics(timeout=10)
+    print(",".join(f"{b.host}:{b.port}" for b in md.brokers.values()), flush=True)
+    sys.stdin.read()
+
+
 def probe_page_cache() -> Optional[Tuple[float, float]]:
     """:func:`page_cache_write_rates` in a temporary folder of its own; None (with a
     message) when the disk refuses the writes, as the rates are only informative."""
@@ -286,8 +312,12 @@ def main() -> None:
                          f"{MOCK_MAX_RECORDS:,}: the mock keeps about 5 MB per partition")
     ap.add_argument("--repeat", type=int, default=9, help="runs per broker; the median counts")
     ap.add_argument("--rate", type=int, default=2000, help="records/s of the latency run")
+    ap.add_argument("--serve-mock", action="store_true", help=argparse.SUPPRESS)
     H.add_results_option(ap)
     args = ap.parse_args()
+    if args.serve_mock:
+        serve_mock()
+        return
     n100 = args.records or (20_000 if args.quick else 50_000)
     if n100 > MOCK_MAX_RECORDS:
         # beyond it the mock drops a partition's oldest records, its consumer (reading from
@@ -303,30 +333,31 @@ def main() -> None:
     mock_owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
     md = mock_owner.list_topics(timeout=10)
     mock_bs = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
-    brokers = {"kafkawire serve": kw_bs, "librdkafka mock": mock_bs}
+    mock_proc, own_bs = start_mock_process()
+    brokers = {KW: kw_bs, MOCK: mock_bs, OWN: own_bs}
+    tag = {KW: "kw", MOCK: "mk", OWN: "mo"}
     times: Dict[Tuple[str, int, str], List[Tuple[float, float, float, float]]] = {}
     lat: Dict[str, Tuple[float, float]] = {}
     stamp = int(time.time())
     fetch_topic = ""
     try:
         for name, bs in brokers.items():      # warm-up, untimed (first connections, groups)
-            kw = "kafkawire" in name
-            throughput(bs, f"w{stamp}-{'kw' if kw else 'mk'}", 2000, 100, "1", create=kw)
+            throughput(bs, f"w{stamp}-{tag[name]}", 2000, 100, "1", create=name == KW)
         order = list(brokers.items())
         for rep in range(args.repeat):
             for w, (size, acks, n) in enumerate(workloads):
-                # who goes first alternates between repeats (and between workloads)
-                for name, bs in (order if (rep + w) % 2 == 0 else order[::-1]):
-                    kw = "kafkawire" in name
-                    topic = f"b{stamp}-{rep}-{size}-{acks}-{'kw' if kw else 'mk'}"
+                # who goes first rotates between repeats (and between workloads)
+                k = (rep + w) % len(order)
+                for name, bs in order[k:] + order[:k]:
+                    kw = name == KW
+                    topic = f"b{stamp}-{rep}-{size}-{acks}-{tag[name]}"
                     times.setdefault((name, size, acks), []).append(
                         throughput(bs, topic, n, size, acks, proc.pid if kw else 0, create=kw))
                     if kw and size == 1024 and acks == "1":
                         fetch_topic = topic
         for name, bs in brokers.items():
-            kw = "kafkawire" in name
-            lat[name] = latency(bs, f"lat{stamp}-{'kw' if kw else 'mk'}", args.rate,
-                                2.0 if args.quick else 5.0, create=kw)
+            lat[name] = latency(bs, f"lat{stamp}-{tag[name]}", args.rate,
+                                2.0 if args.quick else 5.0, create=name == KW)
         seconds = 1.0 if args.quick else 2.0
         folders = [os.path.join(log_dir, f"{fetch_topic}-{q}") for q in range(PARTITIONS)]
         sent, read = [], []
@@ -339,13 +370,16 @@ def main() -> None:
         proc.terminate()
         proc.wait(60)
         mock_owner.flush(1)
+        assert mock_proc.stdin is not None
+        mock_proc.stdin.close()
+        mock_proc.wait(60)
         shutil.rmtree(log_dir, ignore_errors=True)
     load.append(os.getloadavg()[0])
-    print(f"confluent-kafka {ck.version()[0]} (librdkafka {ck.libversion()[0]}) against two "
+    print(f"confluent-kafka {ck.version()[0]} (librdkafka {ck.libversion()[0]}) against three "
           f"brokers, median of {args.repeat} (best in brackets), {PARTITIONS} partitions; "
           f"load average {load[0]:.1f} before, {load[1]:.1f} after")
-    print(f"{'workload':22s} {'kafkawire serve':>30s} {'librdkafka mock':>30s} {'ratio':>6s}"
-          f" {'serve CPU':>9s}")
+    print(f"{'workload':22s} {KW:>30s} {MOCK:>30s} {'ratio':>6s} {'serve CPU':>9s}"
+          f" {'mock, own process':>30s} {'ratio':>6s}")
     results = H.Results("broker", quick=args.quick)
     results.meta["load_average"] = [round(x, 2) for x in load]
     results.meta["page_cache_write_mb_s"] = {
@@ -357,15 +391,18 @@ def main() -> None:
             for name in brokers:
                 runs = [n / t[i] for t in times[(name, size, acks)]]
                 rate[name] = (statistics.median(runs), max(runs))
-            (a, a_best), (b, b_best) = rate["kafkawire serve"], rate["librdkafka mock"]
+            (a, a_best), (b, b_best), (c, c_best) = rate[KW], rate[MOCK], rate[OWN]
             label = f"{what} {size}B acks={acks}"
-            cpu = statistics.median(t[2 + i] for t in times[("kafkawire serve", size, acks)])
-            print(f"{label:22s} {a / 1e3:7.0f} k/s ({a_best / 1e3:5.0f}) {a * size / 1e6:6.1f} MB/s"
-                  f" {b / 1e3:7.0f} k/s ({b_best / 1e3:5.0f}) {b * size / 1e6:6.1f} MB/s"
-                  f" {a / b:5.2f}x {cpu * 1e3:6.1f} ms")
+            cpu = statistics.median(t[2 + i] for t in times[(KW, size, acks)])
+
+            def cell(r: float, best: float) -> str:
+                return f"{r / 1e3:7.0f} k/s ({best / 1e3:5.0f}) {r * size / 1e6:6.1f} MB/s"
+            print(f"{label:22s} {cell(a, a_best)} {cell(b, b_best)} {a / b:5.2f}x"
+                  f" {cpu * 1e3:6.1f} ms {cell(c, c_best)} {c / b:5.2f}x")
             wl = f"{what} {size}-byte values, acks={acks}"
             results.add(wl, "kafkawire serve", what, a, "records/s")
             results.add(wl, "librdkafka mock cluster", what, b, "records/s")
+            results.add(wl, "librdkafka mock cluster, own process", what, c, "records/s")
     for name, (p50, p99) in lat.items():
         print(f"produce latency at {args.rate}/s, acks=all, {name}: p50 {p50:.2f} ms, "
               f"p99 {p99:.2f} ms")
