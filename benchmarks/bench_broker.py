@@ -7,9 +7,9 @@ brokers in the same run:
   (Kafka's on-disk format, default flush policy: the page cache, as Kafka);
 * librdkafka's in-memory mock cluster (one broker, ``test.mock.num.brokers``), inside
   the bench's process, as the reference;
-* the same mock cluster in a process of its own, which sets the bar a broker of its own
-  process meets when it costs no more than the mock: its ratio to the in-process mock
-  is printed beside kafkawire's.
+* the same mock cluster in a process of its own: what a broker in a process of its own
+  scores when it costs no more than the mock (its ratio to the in-process mock is
+  printed beside kafkawire's).
 
 For each workload (value size x acks) a producer writes ``--records`` records
 to a fresh 4-partition topic and ``flush``es; then a consumer assigned to the
@@ -304,6 +304,11 @@ def probe_page_cache() -> Optional[Tuple[float, float]]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _cell(rate: float, best: float, size: int) -> str:
+    """A broker's median rate (its best in brackets) and MB/s, as the table prints them."""
+    return f"{rate / 1e3:7.0f} k/s ({best / 1e3:5.0f}) {rate * size / 1e6:6.1f} MB/s"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer records (for a busy machine)")
@@ -328,12 +333,14 @@ def main() -> None:
                  (1024, "all", n100 // 4)]
     load = [os.getloadavg()[0]]
     probes = {"before the rounds": probe_page_cache()}
+    # the mock's process first: it ends with this one (its standard input closes) if
+    # kafkawire serve fails to start
+    mock_proc, own_bs = start_mock_process()
     log_dir = tempfile.mkdtemp(prefix="bench-broker-")
     proc, kw_bs = start_kafkawire(log_dir)
     mock_owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
     md = mock_owner.list_topics(timeout=10)
     mock_bs = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
-    mock_proc, own_bs = start_mock_process()
     brokers = {KW: kw_bs, MOCK: mock_bs, OWN: own_bs}
     tag = {KW: "kw", MOCK: "mk", OWN: "mo"}
     times: Dict[Tuple[str, int, str], List[Tuple[float, float, float, float]]] = {}
@@ -394,11 +401,8 @@ def main() -> None:
             (a, a_best), (b, b_best), (c, c_best) = rate[KW], rate[MOCK], rate[OWN]
             label = f"{what} {size}B acks={acks}"
             cpu = statistics.median(t[2 + i] for t in times[(KW, size, acks)])
-
-            def cell(r: float, best: float) -> str:
-                return f"{r / 1e3:7.0f} k/s ({best / 1e3:5.0f}) {r * size / 1e6:6.1f} MB/s"
-            print(f"{label:22s} {cell(a, a_best)} {cell(b, b_best)} {a / b:5.2f}x"
-                  f" {cpu * 1e3:6.1f} ms {cell(c, c_best)} {c / b:5.2f}x")
+            print(f"{label:22s} {_cell(a, a_best, size)} {_cell(b, b_best, size)} {a / b:5.2f}x"
+                  f" {cpu * 1e3:6.1f} ms {_cell(c, c_best, size)} {c / b:5.2f}x")
             wl = f"{what} {size}-byte values, acks={acks}"
             results.add(wl, "kafkawire serve", what, a, "records/s")
             results.add(wl, "librdkafka mock cluster", what, b, "records/s")
