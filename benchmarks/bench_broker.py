@@ -282,13 +282,21 @@ def start_mock_process() -> Tuple["subprocess.Popen[bytes]", str]:
     return proc, line
 
 
+def mock_cluster() -> Tuple[ck.Producer, str]:
+    """A one-broker mock cluster in this process: the client that owns it (the cluster
+    lives as long as it does) and its bootstrap address."""
+    owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
+    md = owner.list_topics(timeout=10)
+    return owner, ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+
+
 def serve_mock() -> None:
     """Run a one-broker mock cluster, print its bootstrap address, and wait for the end of
     standard input."""
-    owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
-    md = owner.list_topics(timeout=10)
-    print(",".join(f"{b.host}:{b.port}" for b in md.brokers.values()), flush=True)
+    owner, bootstrap = mock_cluster()
+    print(bootstrap, flush=True)
     sys.stdin.read()
+    owner.flush(1)
 
 
 def probe_page_cache() -> Optional[Tuple[float, float]]:
@@ -338,9 +346,7 @@ def main() -> None:
     mock_proc, own_bs = start_mock_process()
     log_dir = tempfile.mkdtemp(prefix="bench-broker-")
     proc, kw_bs = start_kafkawire(log_dir)
-    mock_owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
-    md = mock_owner.list_topics(timeout=10)
-    mock_bs = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+    mock_owner, mock_bs = mock_cluster()
     brokers = {KW: kw_bs, MOCK: mock_bs, OWN: own_bs}
     tag = {KW: "kw", MOCK: "mk", OWN: "mo"}
     times: Dict[Tuple[str, int, str], List[Tuple[float, float, float, float]]] = {}
