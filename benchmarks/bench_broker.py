@@ -27,12 +27,14 @@ row's ratio that belonged to neither broker.  Ratio = kafkawire / mock (above 1:
 kafkawire faster).  The broker's own CPU time per phase (produce, consume;
 median over the runs) is printed, as the part of the cost
 that is kafkawire's (the mock shares the client's process), and the load average
-before and after (kept in the JSON): on a busy 2-core machine the two-process
-setup waits for the scheduler at every exchange, and the ratios say more about the
-load than about any broker.  Topics are created with CreateTopics on ``kafkawire
-serve``; the mock creates them when first asked for their metadata (it answers
-CreateTopics only after a five-second timeout, a pause between rounds that the broker
-would not get in use).
+before and after (kept in the JSON).  Where each phase's time went is printed per
+broker too (and kept in the JSON): the produce phase as its ``produce()`` calls and
+its ``flush()``, the consume phase as its first ``consume()`` and the rest.  On a busy
+2-core machine the two-process setup waits for the scheduler at every exchange, and
+the ratios say more about the load than about any broker.  Topics are created with
+CreateTopics on ``kafkawire serve``; the mock creates them when first asked for their
+metadata (it answers CreateTopics only after a five-second timeout, a pause between
+rounds that the broker would not get in use).
 
 Then the Fetch path alone: a raw Fetch client (kafkawire's protocol codec on a
 plain socket, discarding the bytes) reads the 1 KiB workload's partitions from
@@ -62,7 +64,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import _harness as H
 import confluent_kafka as ck
@@ -129,10 +131,20 @@ def make_topic(bootstrap: str, topic: str, create: bool = True) -> None:
         raise RuntimeError(f"{topic} has {len(md.topics[topic].partitions)} partitions")
 
 
+class Phases(NamedTuple):
+    """One round's timings of a workload against one broker, in seconds."""
+    produce: float        #: the produce phase: every ``produce()`` call, then ``flush()``
+    consume: float        #: the consume phase
+    cpu_produce: float    #: CPU time of the broker's process in the produce phase (0: none)
+    cpu_consume: float    #: the same in the consume phase
+    calls: float          #: of the produce phase, the loop of ``produce()`` calls
+    first: float          #: of the consume phase, until the first ``consume()`` returned
+
+
 def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str, broker_pid: int = 0,
-               create: bool = True) -> Tuple[float, float, float, float]:
-    """``(produce s, consume s, broker CPU s while producing, while consuming)`` (the CPU
-    of process ``broker_pid``, 0 without one)."""
+               create: bool = True) -> Phases:
+    """One round of a workload against the broker at ``bootstrap`` (the CPU counted is
+    process ``broker_pid``'s, none without one)."""
     make_topic(bootstrap, topic, create)
     value = b"x" * size
     p = ck.Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
@@ -148,6 +160,7 @@ def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str, broker_
                 break
             except BufferError:
                 p.poll(0.005)
+    t_calls = time.perf_counter() - t0
     if p.flush(300):
         raise RuntimeError("records left undelivered")
     t_produce = time.perf_counter() - t0
@@ -159,18 +172,20 @@ def throughput(bootstrap: str, topic: str, n: int, size: int, acks: str, broker_
     cpu0 = process_cpu(broker_pid) if broker_pid else 0.0
     t0 = time.perf_counter()
     got = 0
+    t_first = 0.0
     deadline = time.time() + 120
     while got < n and time.time() < deadline:
         # never ask for more than is left: consume() would wait out its timeout for them
         for m in c.consume(min(10_000, n - got), 1.0):
             if m.error() is None:
                 got += 1
+        t_first = t_first or time.perf_counter() - t0
     t_consume = time.perf_counter() - t0
     cpu_consume = process_cpu(broker_pid) - cpu0 if broker_pid else 0.0
     c.close()
     if got != n:
         raise RuntimeError(f"consumed {got} of {n}")
-    return t_produce, t_consume, cpu_produce, cpu_consume
+    return Phases(t_produce, t_consume, cpu_produce, cpu_consume, t_calls, t_first)
 
 
 def latency(bootstrap: str, topic: str, rate: int, seconds: float, create: bool = True
@@ -317,6 +332,36 @@ def _cell(rate: float, best: float, size: int) -> str:
     return f"{rate / 1e3:7.0f} k/s ({best / 1e3:5.0f}) {rate * size / 1e6:6.1f} MB/s"
 
 
+def phase_split(times: Dict[Tuple[str, int, str], List[Phases]],
+                workloads: List[Tuple[int, str, int]], names: List[str]
+                ) -> Dict[str, Dict[str, List[float]]]:
+    """Print where each phase's time went, per broker (medians over the rounds, ms): the
+    produce phase as its ``produce()`` calls + ``flush()``, the consume phase as its first
+    ``consume()`` + the rest; and return the same figures for the JSON.  A broker that
+    takes CPU time from the client's threads shows in the calls; one slow to answer, in
+    the flush."""
+    print("where the time went, ms (median): produce = produce() calls + flush(); "
+          "consume = first consume() + the rest")
+    print(f"{'workload':22s}" + "".join(f" {name:>30s}" for name in names))
+    split: Dict[str, Dict[str, List[float]]] = {}
+    for size, acks, _ in workloads:
+        for what in ("produce", "consume"):
+            label = f"{what} {size}B acks={acks}"
+            line = f"{label:22s}"
+            for name in names:
+                runs = times[(name, size, acks)]
+                if what == "produce":
+                    head = statistics.median(t.calls for t in runs)
+                    tail = statistics.median(t.produce - t.calls for t in runs)
+                else:
+                    head = statistics.median(t.first for t in runs)
+                    tail = statistics.median(t.consume - t.first for t in runs)
+                line += f" {f'{head * 1e3:.1f} + {tail * 1e3:.1f}':>30s}"
+                split.setdefault(label, {})[name] = [round(head * 1e3, 2), round(tail * 1e3, 2)]
+            print(line)
+    return split
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer records (for a busy machine)")
@@ -349,7 +394,7 @@ def main() -> None:
     mock_owner, mock_bs = mock_cluster()
     brokers = {KW: kw_bs, MOCK: mock_bs, OWN: own_bs}
     tag = {KW: "kw", MOCK: "mk", OWN: "mo"}
-    times: Dict[Tuple[str, int, str], List[Tuple[float, float, float, float]]] = {}
+    times: Dict[Tuple[str, int, str], List[Phases]] = {}
     lat: Dict[str, Tuple[float, float]] = {}
     stamp = int(time.time())
     fetch_topic = ""
@@ -406,13 +451,15 @@ def main() -> None:
                 rate[name] = (statistics.median(runs), max(runs))
             (a, a_best), (b, b_best), (c, c_best) = rate[KW], rate[MOCK], rate[OWN]
             label = f"{what} {size}B acks={acks}"
-            cpu = statistics.median(t[2 + i] for t in times[(KW, size, acks)])
+            cpu = statistics.median(t.cpu_consume if i else t.cpu_produce
+                                    for t in times[(KW, size, acks)])
             print(f"{label:22s} {_cell(a, a_best, size)} {_cell(b, b_best, size)} {a / b:5.2f}x"
                   f" {cpu * 1e3:6.1f} ms {_cell(c, c_best, size)} {c / b:5.2f}x")
             wl = f"{what} {size}-byte values, acks={acks}"
             results.add(wl, "kafkawire serve", what, a, "records/s")
             results.add(wl, "librdkafka mock cluster", what, b, "records/s")
             results.add(wl, "librdkafka mock cluster, own process", what, c, "records/s")
+    results.meta["phase_split_ms"] = phase_split(times, workloads, list(brokers))
     for name, (p50, p99) in lat.items():
         print(f"produce latency at {args.rate}/s, acks=all, {name}: p50 {p50:.2f} ms, "
               f"p99 {p99:.2f} ms")
