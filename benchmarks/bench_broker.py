@@ -337,9 +337,7 @@ def phase_split(times: Dict[Tuple[str, int, str], List[Phases]],
                 ) -> Dict[str, Dict[str, List[float]]]:
     """Print where each phase's time went, per broker (medians over the rounds, ms): the
     produce phase as its ``produce()`` calls + ``flush()``, the consume phase as its first
-    ``consume()`` + the rest; and return the same figures for the JSON.  A broker that
-    takes CPU time from the client's threads shows in the calls; one slow to answer, in
-    the flush."""
+    ``consume()`` + the rest; and return the same figures for the JSON."""
     print("where the time went, ms (median): produce = produce() calls + flush(); "
           "consume = first consume() + the rest")
     print(f"{'workload':22s}" + "".join(f" {name:>30s}" for name in names))
