@@ -442,15 +442,14 @@ def main() -> None:
         when: {"new memory": round(probe[0] / 1e6), "memory just freed": round(probe[1] / 1e6)}
         for when, probe in probes.items() if probe is not None}
     for size, acks, n in workloads:
-        for i, what in enumerate(("produce", "consume")):
+        for what in ("produce", "consume"):
             rate: Dict[str, Tuple[float, float]] = {}
             for name in brokers:
-                runs = [n / t[i] for t in times[(name, size, acks)]]
+                runs = [n / getattr(t, what) for t in times[(name, size, acks)]]
                 rate[name] = (statistics.median(runs), max(runs))
             (a, a_best), (b, b_best), (c, c_best) = rate[KW], rate[MOCK], rate[OWN]
             label = f"{what} {size}B acks={acks}"
-            cpu = statistics.median(t.cpu_consume if i else t.cpu_produce
-                                    for t in times[(KW, size, acks)])
+            cpu = statistics.median(getattr(t, "cpu_" + what) for t in times[(KW, size, acks)])
             print(f"{label:22s} {_cell(a, a_best, size)} {_cell(b, b_best, size)} {a / b:5.2f}x"
                   f" {cpu * 1e3:6.1f} ms {_cell(c, c_best, size)} {c / b:5.2f}x")
             wl = f"{what} {size}-byte values, acks={acks}"
